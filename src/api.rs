@@ -1,0 +1,526 @@
+//! Request types of the HTTP contract (design §2.1) and their resolution into the typed
+//! plans the estimators take. Validation lives here, next to the types.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::catalog::{Architecture, Catalog, Gpu, MlpKind, Moe, NormKind, Projection, hf_config};
+use crate::error::ApiError;
+use crate::estimate::memory::{
+    DEFAULT_ADAPTER_BOTTLENECK, DEFAULT_FREEZE_TRAINABLE_LAYERS, DEFAULT_VIRTUAL_TOKENS,
+    MAX_SEARCH_GPUS, MAX_SEARCH_MICRO_BATCH, MemoryPlan,
+};
+use crate::estimate::{
+    Attention, Framework, Method, ModelShape, Optimization, Optimizations, Optimizer,
+    Parallelism, Precision, Targets,
+};
+use crate::validation::{FieldError, Problems};
+
+/// Smallest and largest parameter count accepted for a bare `{"parameters": N}`.
+const MIN_PARAMETERS: f64 = 1e6;
+const MAX_PARAMETERS: f64 = 1e13;
+/// Longest sequence accepted (design §6: "sequence length 0 or above 10^7" is rejected).
+const MAX_SEQUENCE_LENGTH: u64 = 10_000_000;
+
+/// Which model: a catalog id, an architecture, a Hugging Face `config.json`, or a bare
+/// parameter count.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ModelInput {
+    /// A catalog id (`GET /v1/models`).
+    #[schema(example = "llama-3.1-8b")]
+    Id(String),
+    Architecture {
+        architecture: ArchitectureInput,
+    },
+    HfConfig {
+        /// A Hugging Face `config.json` object (Llama, Mistral, Mixtral, Qwen/Qwen2/Qwen3,
+        /// Gemma 1–3, Phi, Phi-3, GPT-2, GPT-NeoX, Falcon, BERT).
+        #[schema(value_type = Object)]
+        hf_config: Value,
+    },
+    Parameters {
+        /// Parameter count: model states are exact, activations use a typical shape.
+        #[schema(example = 7.0e9)]
+        parameters: f64,
+    },
+}
+
+impl<'de> Deserialize<'de> for ModelInput {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(deserializer)?;
+        match value {
+            Value::String(id) => Ok(ModelInput::Id(id)),
+            Value::Object(mut object) if object.len() == 1 => {
+                let (key, inner) = object.iter_mut().next().map(|(k, v)| (k.clone(), v.take())).ok_or_else(|| D::Error::custom("empty object"))?;
+                match key.as_str() {
+                    "architecture" => serde_json::from_value(inner)
+                        .map(|architecture| ModelInput::Architecture { architecture })
+                        .map_err(D::Error::custom),
+                    "hf_config" => Ok(ModelInput::HfConfig { hf_config: inner }),
+                    "parameters" => inner
+                        .as_f64()
+                        .map(|parameters| ModelInput::Parameters { parameters })
+                        .ok_or_else(|| D::Error::custom("parameters must be a number")),
+                    other => Err(D::Error::custom(format!(
+                        "unknown model form `{other}`, expected one of `architecture`, `hf_config`, `parameters`"
+                    ))),
+                }
+            }
+            _ => Err(D::Error::custom(
+                "model must be a catalog id string or an object with exactly one of `architecture`, `hf_config`, `parameters`",
+            )),
+        }
+    }
+}
+
+/// A transformer architecture given field by field.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchitectureInput {
+    pub layers: u64,
+    pub hidden: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub intermediate: u64,
+    pub vocab: u64,
+    pub tied_embeddings: bool,
+    /// Defaults to `hidden / heads`.
+    pub head_dim: Option<u64>,
+    pub experts: Option<u64>,
+    pub experts_per_token: Option<u64>,
+    /// MLP width of one expert (defaults to `intermediate`).
+    pub expert_intermediate: Option<u64>,
+    pub shared_experts: Option<u64>,
+    /// `gated` (SwiGLU/GeGLU, default) or `plain` (GELU).
+    pub mlp: Option<MlpKind>,
+    /// `rms_norm` (default) or `layer_norm`.
+    pub norm: Option<NormKind>,
+}
+
+impl ArchitectureInput {
+    fn resolve(&self, problems: &mut Problems) -> Architecture {
+        let p = "/model/architecture";
+        problems.range(&format!("{p}/layers"), self.layers, 1, 1000);
+        problems.range(&format!("{p}/hidden"), self.hidden, 1, 131_072);
+        problems.range(&format!("{p}/heads"), self.heads, 1, self.hidden.max(1));
+        problems.range(&format!("{p}/kv_heads"), self.kv_heads, 1, self.heads.max(1));
+        if self.kv_heads > 0 && self.heads % self.kv_heads != 0 {
+            problems.push(format!("{p}/kv_heads"), "must divide heads (grouped-query attention)");
+        }
+        problems.range(&format!("{p}/intermediate"), self.intermediate, 1, 1_048_576);
+        problems.range(&format!("{p}/vocab"), self.vocab, 1, 10_000_000);
+        if let Some(head_dim) = self.head_dim {
+            problems.range(&format!("{p}/head_dim"), head_dim, 1, 1024);
+        }
+        let moe = match (self.experts, self.experts_per_token) {
+            (None, None) => None,
+            (Some(experts), Some(per_token)) => {
+                problems.range(&format!("{p}/experts"), experts, 2, 1024);
+                problems.range(&format!("{p}/experts_per_token"), per_token, 1, experts.max(1));
+                Some(Moe {
+                    experts,
+                    experts_per_token: per_token,
+                    expert_intermediate: self.expert_intermediate.unwrap_or(self.intermediate),
+                    shared_experts: self.shared_experts.unwrap_or(0),
+                    dense_layers: 0,
+                })
+            }
+            _ => {
+                problems.push(format!("{p}/experts"), "experts and experts_per_token go together");
+                None
+            }
+        };
+        Architecture {
+            layers: self.layers,
+            hidden: self.hidden,
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+            head_dim: self.head_dim.unwrap_or(self.hidden / self.heads.max(1)).max(1),
+            intermediate: self.intermediate,
+            vocab: self.vocab,
+            tied_embeddings: self.tied_embeddings,
+            mlp: self.mlp.unwrap_or(MlpKind::Gated),
+            norm: self.norm.unwrap_or(NormKind::RmsNorm),
+            moe,
+            cross_attention_layers: 0,
+            dropout: false,
+            linear_bias: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MethodName {
+    #[default]
+    Full,
+    Lora,
+    Qlora,
+    PrefixTuning,
+    PromptTuning,
+    Adapter,
+    Freeze,
+}
+
+/// LoRA settings (for `lora` and `qlora`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoraInput {
+    /// Rank r (default 8).
+    #[schema(example = 8)]
+    pub rank: Option<u64>,
+    /// Scaling alpha (default 16); it does not change memory.
+    #[schema(example = 16)]
+    pub alpha: Option<f64>,
+    /// Projections to adapt, or `"all_linear"` (default `["q_proj", "v_proj"]`, PEFT's
+    /// default for Llama-family models).
+    pub targets: Option<LoraTargets>,
+    /// QLoRA only: double-quantise the NF4 constants (default true, as in the QLoRA paper).
+    pub double_quantization: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum LoraTargets {
+    /// `"all_linear"`: every projection of every block (PEFT `all-linear`).
+    #[schema(example = "all_linear")]
+    All(AllLinear),
+    #[schema(example = json!(["q_proj", "k_proj", "v_proj", "o_proj"]))]
+    List(Vec<ProjectionName>),
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AllLinear {
+    AllLinear,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProjectionName {
+    QProj,
+    KProj,
+    VProj,
+    OProj,
+    GateProj,
+    UpProj,
+    DownProj,
+}
+
+impl From<ProjectionName> for Projection {
+    fn from(name: ProjectionName) -> Self {
+        match name {
+            ProjectionName::QProj => Projection::Q,
+            ProjectionName::KProj => Projection::K,
+            ProjectionName::VProj => Projection::V,
+            ProjectionName::OProj => Projection::O,
+            ProjectionName::GateProj => Projection::Gate,
+            ProjectionName::UpProj => Projection::Up,
+            ProjectionName::DownProj => Projection::Down,
+        }
+    }
+}
+
+/// Parallel layout and sharding.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelismInput {
+    /// GPUs in the job (default 1).
+    #[schema(example = 4)]
+    pub gpus: Option<u64>,
+    /// ZeRO stage 0–3 (FSDP FULL_SHARD = 3, SHARD_GRAD_OP = 2; default 0).
+    #[schema(example = 3)]
+    pub zero_stage: Option<u8>,
+    pub offload_optimizer: Option<bool>,
+    /// Needs ZeRO stage 3.
+    pub offload_parameters: Option<bool>,
+    pub tensor_parallel: Option<u64>,
+    pub pipeline_parallel: Option<u64>,
+}
+
+/// Inputs of a memory estimate (design §2.1). Every field but `model` has a default,
+/// stated in the answer's `assumptions`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryRequest {
+    pub model: ModelInput,
+    /// `full` (default), `lora`, `qlora`, `prefix_tuning`, `prompt_tuning`, `adapter`,
+    /// `freeze`.
+    pub method: Option<MethodName>,
+    pub lora: Option<LoraInput>,
+    /// Prefix/prompt tuning: virtual tokens (default 20).
+    pub virtual_tokens: Option<u64>,
+    /// Adapters: bottleneck width (default 64).
+    pub adapter_bottleneck: Option<u64>,
+    /// Freeze: how many top blocks are trained (default 2).
+    pub trainable_layers: Option<u64>,
+    pub precision: Option<Precision>,
+    pub optimizer: Option<Optimizer>,
+    /// Per GPU (default 1).
+    #[schema(example = 1)]
+    pub micro_batch_size: Option<u64>,
+    /// Tokens per sample (default 2048).
+    #[schema(example = 2048)]
+    pub sequence_length: Option<u64>,
+    /// Longest sample in the data, when batches are padded to their longest sample rather
+    /// than full (default: every batch full at `sequence_length`).
+    pub max_sample_tokens: Option<u64>,
+    pub gradient_checkpointing: Option<bool>,
+    pub attention: Option<Attention>,
+    /// Catalog GPU for the fit table (default: every catalog GPU).
+    #[schema(example = "a100-80gb")]
+    pub gpu: Option<String>,
+    pub parallelism: Option<ParallelismInput>,
+    pub framework: Option<Framework>,
+    #[serde(default)]
+    pub optimizations: Vec<Optimization>,
+}
+
+/// A resolved memory request: the plan, the GPUs of the fit table, and what was defaulted.
+pub struct ResolvedMemory<'c> {
+    pub plan: MemoryPlan,
+    pub gpus: Vec<Gpu>,
+    pub gpu: Option<&'c Gpu>,
+    pub defaulted: Vec<String>,
+}
+
+impl MemoryRequest {
+    /// Validates every field and turns the request into a plan; all bad fields are reported
+    /// together.
+    pub fn resolve<'c>(&self, catalog: &'c Catalog) -> Result<ResolvedMemory<'c>, ApiError> {
+        let mut problems = Problems::default();
+        let mut defaulted = Vec::new();
+        let mut default = |name: &str, value: String| defaulted.push(format!("{name}: {value} (default)"));
+
+        let model = match &self.model {
+            ModelInput::Id(id) => match catalog.model(id) {
+                Some(entry) => ModelShape::from_architecture(entry.architecture.clone()),
+                None => {
+                    return Err(ApiError::NotFound {
+                        what: "model",
+                        id: id.clone(),
+                        suggestions: catalog.closest_models(id),
+                    });
+                }
+            },
+            ModelInput::Architecture { architecture } => {
+                ModelShape::from_architecture(architecture.resolve(&mut problems))
+            }
+            ModelInput::HfConfig { hf_config } => match hf_config::parse(hf_config, "/model/hf_config") {
+                Ok(architecture) => ModelShape::from_architecture(architecture),
+                Err(errors) => return Err(ApiError::Invalid(errors)),
+            },
+            ModelInput::Parameters { parameters } => {
+                if !(MIN_PARAMETERS..=MAX_PARAMETERS).contains(parameters) {
+                    problems.push(
+                        "/model/parameters",
+                        format!("must be between {MIN_PARAMETERS:e} and {MAX_PARAMETERS:e}; got {parameters:e}"),
+                    );
+                }
+                ModelShape::from_parameter_count(parameters.clamp(MIN_PARAMETERS, MAX_PARAMETERS) as u64)
+            }
+        };
+        let arch = &model.architecture;
+
+        let method_name = self.method.unwrap_or_else(|| {
+            default("method", "full".into());
+            MethodName::Full
+        });
+        let lora_family = matches!(method_name, MethodName::Lora | MethodName::Qlora);
+        if self.lora.is_some() && !lora_family {
+            problems.push("/lora", "only for method lora or qlora");
+        }
+        let only_for = |field: &str, given: bool, ok: bool, methods: &str, problems: &mut Problems| {
+            if given && !ok {
+                problems.push(format!("/{field}"), format!("only for method {methods}"));
+            }
+        };
+        only_for("virtual_tokens", self.virtual_tokens.is_some(), matches!(method_name, MethodName::PrefixTuning | MethodName::PromptTuning), "prefix_tuning or prompt_tuning", &mut problems);
+        only_for("adapter_bottleneck", self.adapter_bottleneck.is_some(), method_name == MethodName::Adapter, "adapter", &mut problems);
+        only_for("trainable_layers", self.trainable_layers.is_some(), method_name == MethodName::Freeze, "freeze", &mut problems);
+
+        let lora = self.lora.clone().unwrap_or(LoraInput { rank: None, alpha: None, targets: None, double_quantization: None });
+        let rank = lora.rank.unwrap_or(8);
+        if lora_family {
+            problems.range("/lora/rank", rank, 1, arch.hidden.max(1));
+            if let Some(alpha) = lora.alpha {
+                if !(alpha.is_finite() && alpha > 0.0) {
+                    problems.push("/lora/alpha", "must be a positive number");
+                }
+            }
+        }
+        if lora.double_quantization.is_some() && method_name != MethodName::Qlora {
+            problems.push("/lora/double_quantization", "only for method qlora");
+        }
+        let targets: Targets = match &lora.targets {
+            None => [Projection::Q, Projection::V].into_iter().collect(),
+            Some(LoraTargets::All(_)) => Targets::all(),
+            Some(LoraTargets::List(list)) => {
+                if list.is_empty() {
+                    problems.push("/lora/targets", "must name at least one projection");
+                }
+                list.iter().map(|&p| Projection::from(p)).collect()
+            }
+        };
+        if lora_family && targets.contains(Projection::Gate) && arch.mlp == MlpKind::Plain {
+            problems.push("/lora/targets", "gate_proj: this model's MLP has no gate projection");
+        }
+        let virtual_tokens = self.virtual_tokens.unwrap_or(DEFAULT_VIRTUAL_TOKENS);
+        problems.range("/virtual_tokens", virtual_tokens, 1, 10_000);
+        let bottleneck = self.adapter_bottleneck.unwrap_or(DEFAULT_ADAPTER_BOTTLENECK);
+        problems.range("/adapter_bottleneck", bottleneck, 1, arch.hidden.max(1));
+        let trainable_layers = self.trainable_layers.unwrap_or(DEFAULT_FREEZE_TRAINABLE_LAYERS.min(arch.layers));
+        problems.range("/trainable_layers", trainable_layers, 1, arch.layers.max(1));
+        let method = match method_name {
+            MethodName::Full => Method::Full,
+            MethodName::Lora => Method::Lora { rank, targets },
+            MethodName::Qlora => Method::Qlora { rank, targets, double_quantization: lora.double_quantization.unwrap_or(true) },
+            MethodName::PrefixTuning => Method::PrefixTuning { virtual_tokens },
+            MethodName::PromptTuning => Method::PromptTuning { virtual_tokens },
+            MethodName::Adapter => Method::Adapter { bottleneck },
+            MethodName::Freeze => Method::Freeze { trainable_layers },
+        };
+
+        let precision = self.precision.unwrap_or_else(|| {
+            default("precision", "amp_bf16".into());
+            Precision::AmpBf16
+        });
+        let optimizer = self.optimizer.unwrap_or_else(|| {
+            default("optimizer", "adamw".into());
+            Optimizer::Adamw
+        });
+        let micro_batch_size = self.micro_batch_size.unwrap_or_else(|| {
+            default("micro_batch_size", "1".into());
+            1
+        });
+        problems.range("/micro_batch_size", micro_batch_size, 1, MAX_SEARCH_MICRO_BATCH);
+        let sequence_length = self.sequence_length.unwrap_or_else(|| {
+            default("sequence_length", "2048".into());
+            2048
+        });
+        problems.range("/sequence_length", sequence_length, 1, MAX_SEQUENCE_LENGTH);
+        if let Some(longest) = self.max_sample_tokens {
+            problems.range("/max_sample_tokens", longest, 1, sequence_length.max(1));
+        }
+        let gradient_checkpointing = self.gradient_checkpointing.unwrap_or_else(|| {
+            default("gradient_checkpointing", "false".into());
+            false
+        });
+        let attention = self.attention.unwrap_or_else(|| {
+            default("attention", "flash".into());
+            Attention::Flash
+        });
+        let framework = self.framework.unwrap_or_else(|| {
+            default("framework", "generic".into());
+            Framework::Generic
+        });
+
+        let par = self.parallelism.clone().unwrap_or(ParallelismInput {
+            gpus: None,
+            zero_stage: None,
+            offload_optimizer: None,
+            offload_parameters: None,
+            tensor_parallel: None,
+            pipeline_parallel: None,
+        });
+        if self.parallelism.is_none() {
+            default("parallelism", "1 GPU, ZeRO stage 0".into());
+        }
+        let parallelism = Parallelism {
+            gpus: par.gpus.unwrap_or(1),
+            zero_stage: par.zero_stage.unwrap_or(0),
+            offload_optimizer: par.offload_optimizer.unwrap_or(false),
+            offload_parameters: par.offload_parameters.unwrap_or(false),
+            tensor_parallel: par.tensor_parallel.unwrap_or(1),
+            pipeline_parallel: par.pipeline_parallel.unwrap_or(1),
+        };
+        problems.range("/parallelism/gpus", parallelism.gpus, 1, MAX_SEARCH_GPUS);
+        if parallelism.zero_stage > 3 {
+            problems.push("/parallelism/zero_stage", format!("must be one of 0, 1, 2, 3; got {}", parallelism.zero_stage));
+        }
+        problems.range("/parallelism/tensor_parallel", parallelism.tensor_parallel, 1, arch.heads.max(1).min(64));
+        problems.range("/parallelism/pipeline_parallel", parallelism.pipeline_parallel, 1, arch.layers.max(1));
+        let model_parallel = parallelism.tensor_parallel.max(1) * parallelism.pipeline_parallel.max(1);
+        if parallelism.gpus % model_parallel != 0 {
+            problems.push(
+                "/parallelism/gpus",
+                format!("must be a multiple of tensor_parallel × pipeline_parallel = {model_parallel}"),
+            );
+        }
+        if parallelism.offload_parameters && parallelism.zero_stage != 3 {
+            problems.push("/parallelism/offload_parameters", "needs zero_stage 3 (parameters are only partitioned at stage 3)");
+        }
+
+        let gpu = match &self.gpu {
+            None => None,
+            Some(id) => match catalog.gpu(id) {
+                Some(gpu) => Some(gpu),
+                None => {
+                    return Err(ApiError::NotFound { what: "gpu", id: id.clone(), suggestions: catalog.closest_gpus(id) });
+                }
+            },
+        };
+        let plan = MemoryPlan {
+            model,
+            method,
+            precision,
+            optimizer,
+            micro_batch_size,
+            sequence_length,
+            max_sample_tokens: self.max_sample_tokens,
+            gradient_checkpointing,
+            attention,
+            parallelism,
+            framework,
+            optimizations: Optimizations::from_list(&self.optimizations),
+        };
+        let plan = problems.finish(plan).map_err(ApiError::Invalid)?;
+        let gpus = match gpu {
+            Some(gpu) => vec![gpu.clone()],
+            None => catalog.gpus().to_vec(),
+        };
+        Ok(ResolvedMemory { plan, gpus, gpu, defaulted })
+    }
+}
+
+/// Parses a JSON body into `T`, naming the failing field as a JSON pointer.
+pub fn from_json_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let pointer = pointer_of(error.path());
+        let inner = error.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ApiError::MalformedJson(inner.to_string())
+        } else {
+            ApiError::Invalid(vec![FieldError::new(pointer, strip_position(&inner.to_string()))])
+        }
+    })
+}
+
+/// Deserialises an already-parsed JSON value (the GET forms build one from the query).
+pub fn from_json_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let pointer = pointer_of(error.path());
+        ApiError::Invalid(vec![FieldError::new(pointer, error.into_inner().to_string())])
+    })
+}
+
+fn pointer_of(path: &serde_path_to_error::Path) -> String {
+    let text = path.to_string();
+    if text == "." {
+        String::new()
+    } else {
+        format!("/{}", text.replace('.', "/").replace('[', "/").replace(']', ""))
+    }
+}
+
+/// serde_json appends " at line L column C"; the pointer already says where.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}

@@ -1,0 +1,53 @@
+//! Configuration: built-in defaults < optional file < `TRAINPLAN_*` environment variables.
+
+use serde::Deserialize;
+
+const DEFAULTS: &str = include_str!("defaults.toml");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Settings {
+    pub listen: String,
+    pub log_format: LogFormat,
+    pub log_level: String,
+    pub body_limit_bytes: usize,
+}
+
+impl Settings {
+    /// Loads the layers; `file` is the optional config file.
+    pub fn load(file: Option<&str>) -> Result<Self, config::ConfigError> {
+        let mut builder = config::Config::builder()
+            .add_source(config::File::from_str(DEFAULTS, config::FileFormat::Toml));
+        if let Some(path) = file {
+            builder = builder.add_source(config::File::with_name(path).required(true));
+        }
+        builder
+            .add_source(config::Environment::with_prefix("TRAINPLAN").try_parsing(true))
+            .build()?
+            .try_deserialize()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_defaults_serve_on_localhost_8080() {
+        let settings: Settings = config::Config::builder()
+            .add_source(config::File::from_str(DEFAULTS, config::FileFormat::Toml))
+            .build()
+            .unwrap()
+            .try_deserialize()
+            .unwrap();
+        assert_eq!(settings.listen, "127.0.0.1:8080");
+        assert_eq!(settings.body_limit_bytes, 65_536);
+        assert_eq!(settings.log_format, LogFormat::Human);
+    }
+}

@@ -1,0 +1,128 @@
+//! The one error type of the service, rendered as RFC 9457 `application/problem+json`.
+
+use actix_web::http::{Method, StatusCode, header};
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::validation::FieldError;
+
+tokio::task_local! {
+    /// The id of the request being served, so that error bodies can carry it.
+    pub static REQUEST_ID: String;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("the body is not valid JSON: {0}")]
+    MalformedJson(String),
+    #[error("{} field(s) are invalid", .0.len())]
+    Invalid(Vec<FieldError>),
+    #[error("unknown {what} `{id}`")]
+    NotFound { what: &'static str, id: String, suggestions: Vec<String> },
+    #[error("no route for {0}")]
+    RouteNotFound(String),
+    #[error("method not allowed; allowed: {}", allowed_list(.allow))]
+    MethodNotAllowed { allow: Vec<Method> },
+    #[error("the body is larger than the {limit}-byte limit")]
+    PayloadTooLarge { limit: usize },
+    #[error("unsupported content type {0:?}; send application/json")]
+    UnsupportedMediaType(String),
+    #[error("internal error")]
+    Internal(String),
+}
+
+fn allowed_list(methods: &[Method]) -> String {
+    methods.iter().map(Method::as_str).collect::<Vec<_>>().join(", ")
+}
+
+/// RFC 9457 problem details, with the request id and, for validation errors, each bad
+/// field.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// Stable URI of the problem type.
+    #[schema(example = "urn:trainplan:problem:invalid-request")]
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[schema(example = "Invalid request")]
+    pub title: &'static str,
+    #[schema(example = 422)]
+    pub status: u16,
+    #[schema(example = "1 field(s) are invalid")]
+    pub detail: String,
+    /// Echoes `X-Request-Id`.
+    pub request_id: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldError>,
+    /// Closest known ids, for unknown catalog ids.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
+}
+
+impl ApiError {
+    /// Stable machine code and title of each variant.
+    fn code(&self) -> (&'static str, &'static str) {
+        match self {
+            ApiError::MalformedJson(_) => ("malformed-json", "Malformed JSON"),
+            ApiError::Invalid(_) => ("invalid-request", "Invalid request"),
+            ApiError::NotFound { .. } => ("unknown-id", "Unknown catalog id"),
+            ApiError::RouteNotFound(_) => ("not-found", "Not found"),
+            ApiError::MethodNotAllowed { .. } => ("method-not-allowed", "Method not allowed"),
+            ApiError::PayloadTooLarge { .. } => ("payload-too-large", "Payload too large"),
+            ApiError::UnsupportedMediaType(_) => ("unsupported-media-type", "Unsupported media type"),
+            ApiError::Internal(_) => ("internal", "Internal error"),
+        }
+    }
+
+    pub fn problem(&self) -> Problem {
+        let (code, title) = self.code();
+        let (errors, suggestions) = match self {
+            ApiError::Invalid(errors) => (errors.clone(), Vec::new()),
+            ApiError::NotFound { suggestions, .. } => (Vec::new(), suggestions.clone()),
+            _ => (Vec::new(), Vec::new()),
+        };
+        let detail = match self {
+            ApiError::NotFound { suggestions, .. } if !suggestions.is_empty() => {
+                format!("{self}; closest: {}", suggestions.join(", "))
+            }
+            // The cause stays in the logs; the client gets a clean body.
+            ApiError::Internal(_) => "the server failed to answer; the request id is in the logs".into(),
+            _ => self.to_string(),
+        };
+        Problem {
+            kind: format!("urn:trainplan:problem:{code}"),
+            title,
+            status: self.status_code().as_u16(),
+            detail,
+            request_id: REQUEST_ID.try_with(Clone::clone).unwrap_or_default(),
+            errors,
+            suggestions,
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
+            ApiError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::NotFound { .. } | ApiError::RouteNotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let ApiError::Internal(cause) = self {
+            tracing::error!(%cause, "internal error");
+        }
+        let mut response = HttpResponse::build(self.status_code());
+        response.content_type("application/problem+json");
+        if let ApiError::MethodNotAllowed { allow } = self {
+            response.insert_header((header::ALLOW, allowed_list(allow)));
+        }
+        response.json(self.problem())
+    }
+}

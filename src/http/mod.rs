@@ -1,0 +1,182 @@
+//! HTTP adapters: extract and validate, call one estimator, render. No arithmetic here.
+
+pub(crate) mod catalog;
+pub(crate) mod estimates;
+mod extract;
+pub(crate) mod health;
+mod query;
+pub mod render;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::Method;
+use actix_web::middleware::{Next, from_fn};
+use actix_web::{App, Error, HttpRequest, HttpResponse, web};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use utoipa::OpenApi;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::catalog::Catalog;
+use crate::error::{ApiError, REQUEST_ID};
+use crate::openapi::ApiDoc;
+use crate::validation::FieldError;
+
+pub use estimates::memory_answer;
+pub use extract::JsonBody;
+
+/// Shared, read-only state of every worker.
+pub struct AppState {
+    pub catalog: Arc<Catalog>,
+    pub metrics: Metrics,
+    pub body_limit_bytes: usize,
+}
+
+impl AppState {
+    pub fn new(catalog: Arc<Catalog>, body_limit_bytes: usize) -> Self {
+        Self { catalog, metrics: Metrics::new(), body_limit_bytes }
+    }
+}
+
+/// Prometheus metrics of the HTTP layer.
+pub struct Metrics {
+    pub registry: Registry,
+    requests: IntCounterVec,
+    duration: HistogramVec,
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new("http_requests_total", "HTTP requests by method, route and status"),
+            &["method", "route", "status"],
+        )
+        .unwrap_or_else(|_| unreachable!("static metric definition"));
+        let duration = HistogramVec::new(
+            HistogramOpts::new("http_request_duration_seconds", "HTTP request latency by route")
+                .buckets(vec![0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0]),
+            &["route"],
+        )
+        .unwrap_or_else(|_| unreachable!("static metric definition"));
+        // Registering fresh, uniquely named collectors into a new registry cannot fail.
+        let _ = registry.register(Box::new(requests.clone()));
+        let _ = registry.register(Box::new(duration.clone()));
+        Self { registry, requests, duration }
+    }
+}
+
+const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Keeps a caller's request id when it is short and plain, else makes one.
+fn request_id(request: &ServiceRequest) -> String {
+    request
+        .headers()
+        .get(&REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|id| {
+            !id.is_empty()
+                && id.len() <= 64
+                && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        })
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+/// Request id (echoed in `X-Request-Id` and error bodies), metrics and the access log.
+async fn request_context(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let id = request_id(&request);
+    let started = Instant::now();
+    let state = request.app_data::<web::Data<AppState>>().cloned();
+    let method = request.method().clone();
+    let path = request.path().to_owned();
+    let mut response = REQUEST_ID.scope(id.clone(), next.call(request)).await?;
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+    let route = response.request().match_pattern().unwrap_or_else(|| "unmatched".into());
+    let status = response.status().as_u16();
+    let elapsed = started.elapsed();
+    if let Some(state) = state {
+        let status_text = status.to_string();
+        state.metrics.requests.with_label_values(&[method.as_str(), &route, &status_text]).inc();
+        state.metrics.duration.with_label_values(&[&route]).observe(elapsed.as_secs_f64());
+    }
+    // Health checks are polled constantly; keep them out of the access log.
+    if !matches!(path.as_str(), "/livez" | "/readyz" | "/metrics") {
+        tracing::info!(request_id = %id, %method, %path, status, elapsed_us = elapsed.as_micros() as u64, "request");
+    }
+    Ok(response)
+}
+
+/// A resource whose other methods answer 405 with `Allow`.
+fn resource(path: &str, routes: Vec<(Method, actix_web::Route)>) -> actix_web::Resource {
+    let allow: Vec<Method> = routes.iter().map(|(m, _)| m.clone()).collect();
+    let mut resource = web::resource(path);
+    for (_, route) in routes {
+        resource = resource.route(route);
+    }
+    resource.default_service(web::to(move || {
+        let allow = allow.clone();
+        async move { Err::<HttpResponse, _>(ApiError::MethodNotAllowed { allow }) }
+    }))
+}
+
+/// The route table. Every route here is documented in [`ApiDoc`]; a test checks both ways.
+fn routes(config: &mut web::ServiceConfig) {
+    config
+        .service(resource(
+            "/v1/estimates/memory",
+            vec![
+                (Method::POST, web::post().to(estimates::memory_post)),
+                (Method::GET, web::get().to(estimates::memory_get)),
+            ],
+        ))
+        .service(resource("/v1/gpus", vec![(Method::GET, web::get().to(catalog::gpus))]))
+        .service(resource("/v1/models", vec![(Method::GET, web::get().to(catalog::models))]))
+        .service(resource("/livez", vec![(Method::GET, web::get().to(health::livez))]))
+        .service(resource("/readyz", vec![(Method::GET, web::get().to(health::readyz))]))
+        .service(resource("/metrics", vec![(Method::GET, web::get().to(health::metrics))]))
+        .service(resource(
+            "/docs",
+            vec![(
+                Method::GET,
+                web::get().to(|| async {
+                    HttpResponse::PermanentRedirect().insert_header(("Location", "/docs/")).finish()
+                }),
+            )],
+        ))
+        .service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", ApiDoc::openapi()));
+}
+
+/// Builds the application; production and tests call the same factory.
+pub fn app(
+    state: web::Data<AppState>,
+) -> App<
+    impl actix_web::dev::ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = Error,
+        InitError = (),
+    >,
+> {
+    let limit = state.body_limit_bytes;
+    App::new()
+        .app_data(state)
+        .app_data(web::PayloadConfig::new(limit))
+        .app_data(web::QueryConfig::default().error_handler(|error, _| {
+            ApiError::Invalid(vec![FieldError::new("/query", error.to_string())]).into()
+        }))
+        .wrap(from_fn(request_context))
+        .configure(routes)
+        .default_service(web::to(|request: HttpRequest| async move {
+            Err::<HttpResponse, _>(ApiError::RouteNotFound(format!("{} {}", request.method(), request.path())))
+        }))
+}

@@ -1,0 +1,36 @@
+//! The OpenAPI document, generated from the handlers and types. `openapi/openapi.json` is
+//! its committed copy; a test keeps the two equal.
+
+use utoipa::OpenApi;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "trainplan",
+        description = "Will an LLM training or fine-tuning job fit on your GPUs, how long will it take, and what will it cost? Every answer carries its assumptions, a range and its sources. Errors are RFC 9457 problem+json.",
+        license(name = "MIT OR Apache-2.0"),
+    ),
+    paths(
+        crate::http::estimates::memory_post,
+        crate::http::estimates::memory_get,
+        crate::http::catalog::gpus,
+        crate::http::catalog::models,
+        crate::http::health::livez,
+        crate::http::health::readyz,
+        crate::http::health::metrics,
+    ),
+    components(schemas(crate::error::Problem, crate::validation::FieldError)),
+    tags(
+        (name = "estimates", description = "Memory, time and cost of a training job"),
+        (name = "catalog", description = "GPUs and models the estimators know"),
+        (name = "operations", description = "Health and metrics"),
+    )
+)]
+pub struct ApiDoc;
+
+/// The spec as pretty JSON with a trailing newline (the committed file's format).
+pub fn json() -> String {
+    let mut text = ApiDoc::openapi().to_pretty_json().unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    text.push('\n');
+    text
+}
