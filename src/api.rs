@@ -508,13 +508,18 @@ pub fn from_json_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T
     })
 }
 
+/// RFC 6901 pointer of a serde path (`~` and `/` in keys escaped).
 fn pointer_of(path: &serde_path_to_error::Path) -> String {
-    let text = path.to_string();
-    if text == "." {
-        String::new()
-    } else {
-        format!("/{}", text.replace('.', "/").replace('[', "/").replace(']', ""))
-    }
+    use serde_path_to_error::Segment;
+    path.iter()
+        .filter_map(|segment| match segment {
+            Segment::Seq { index } => Some(index.to_string()),
+            Segment::Map { key } => Some(key.replace('~', "~0").replace('/', "~1")),
+            Segment::Enum { variant } => Some(variant.clone()),
+            Segment::Unknown => None,
+        })
+        .map(|token| format!("/{token}"))
+        .collect()
 }
 
 /// serde_json appends " at line L column C"; the pointer already says where.

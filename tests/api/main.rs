@@ -1,3 +1,9 @@
 //! The one integration-test binary: the real HTTP stack, the CLI and the accuracy reports.
 
 mod accuracy;
+mod bad_input;
+mod cli;
+mod estimates;
+mod hf_config;
+mod openapi;
+mod support;
