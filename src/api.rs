@@ -12,8 +12,8 @@ use crate::estimate::memory::{
     MAX_SEARCH_GPUS, MAX_SEARCH_MICRO_BATCH, MemoryPlan,
 };
 use crate::estimate::{
-    Attention, Framework, Method, ModelShape, Optimization, Optimizations, Optimizer,
-    Parallelism, Precision, Targets,
+    Attention, Framework, Method, ModelShape, Optimization, Optimizations, Optimizer, Parallelism,
+    Precision, Targets,
 };
 use crate::validation::{FieldError, Problems};
 
@@ -54,7 +54,11 @@ impl<'de> Deserialize<'de> for ModelInput {
         match value {
             Value::String(id) => Ok(ModelInput::Id(id)),
             Value::Object(mut object) if object.len() == 1 => {
-                let (key, inner) = object.iter_mut().next().map(|(k, v)| (k.clone(), v.take())).ok_or_else(|| D::Error::custom("empty object"))?;
+                let (key, inner) = object
+                    .iter_mut()
+                    .next()
+                    .map(|(k, v)| (k.clone(), v.take()))
+                    .ok_or_else(|| D::Error::custom("empty object"))?;
                 match key.as_str() {
                     "architecture" => serde_json::from_value(inner)
                         .map(|architecture| ModelInput::Architecture { architecture })
@@ -106,11 +110,24 @@ impl ArchitectureInput {
         problems.range(&format!("{p}/layers"), self.layers, 1, 1000);
         problems.range(&format!("{p}/hidden"), self.hidden, 1, 131_072);
         problems.range(&format!("{p}/heads"), self.heads, 1, self.hidden.max(1));
-        problems.range(&format!("{p}/kv_heads"), self.kv_heads, 1, self.heads.max(1));
-        if self.kv_heads > 0 && self.heads % self.kv_heads != 0 {
-            problems.push(format!("{p}/kv_heads"), "must divide heads (grouped-query attention)");
+        problems.range(
+            &format!("{p}/kv_heads"),
+            self.kv_heads,
+            1,
+            self.heads.max(1),
+        );
+        if self.kv_heads > 0 && !self.heads.is_multiple_of(self.kv_heads) {
+            problems.push(
+                format!("{p}/kv_heads"),
+                "must divide heads (grouped-query attention)",
+            );
         }
-        problems.range(&format!("{p}/intermediate"), self.intermediate, 1, 1_048_576);
+        problems.range(
+            &format!("{p}/intermediate"),
+            self.intermediate,
+            1,
+            1_048_576,
+        );
         problems.range(&format!("{p}/vocab"), self.vocab, 1, 10_000_000);
         if let Some(head_dim) = self.head_dim {
             problems.range(&format!("{p}/head_dim"), head_dim, 1, 1024);
@@ -119,7 +136,12 @@ impl ArchitectureInput {
             (None, None) => None,
             (Some(experts), Some(per_token)) => {
                 problems.range(&format!("{p}/experts"), experts, 2, 1024);
-                problems.range(&format!("{p}/experts_per_token"), per_token, 1, experts.max(1));
+                problems.range(
+                    &format!("{p}/experts_per_token"),
+                    per_token,
+                    1,
+                    experts.max(1),
+                );
                 Some(Moe {
                     experts,
                     experts_per_token: per_token,
@@ -129,7 +151,10 @@ impl ArchitectureInput {
                 })
             }
             _ => {
-                problems.push(format!("{p}/experts"), "experts and experts_per_token go together");
+                problems.push(
+                    format!("{p}/experts"),
+                    "experts and experts_per_token go together",
+                );
                 None
             }
         };
@@ -138,7 +163,10 @@ impl ArchitectureInput {
             hidden: self.hidden,
             heads: self.heads,
             kv_heads: self.kv_heads,
-            head_dim: self.head_dim.unwrap_or(self.hidden / self.heads.max(1)).max(1),
+            head_dim: self
+                .head_dim
+                .unwrap_or(self.hidden / self.heads.max(1))
+                .max(1),
             intermediate: self.intermediate,
             vocab: self.vocab,
             tied_embeddings: self.tied_embeddings,
@@ -293,7 +321,8 @@ impl MemoryRequest {
     pub fn resolve<'c>(&self, catalog: &'c Catalog) -> Result<ResolvedMemory<'c>, ApiError> {
         let mut problems = Problems::default();
         let mut defaulted = Vec::new();
-        let mut default = |name: &str, value: String| defaulted.push(format!("{name}: {value} (default)"));
+        let mut default =
+            |name: &str, value: String| defaulted.push(format!("{name}: {value} (default)"));
 
         let model = match &self.model {
             ModelInput::Id(id) => match catalog.model(id) {
@@ -309,10 +338,12 @@ impl MemoryRequest {
             ModelInput::Architecture { architecture } => {
                 ModelShape::from_architecture(architecture.resolve(&mut problems))
             }
-            ModelInput::HfConfig { hf_config } => match hf_config::parse(hf_config, "/model/hf_config") {
-                Ok(architecture) => ModelShape::from_architecture(architecture),
-                Err(errors) => return Err(ApiError::Invalid(errors)),
-            },
+            ModelInput::HfConfig { hf_config } => {
+                match hf_config::parse(hf_config, "/model/hf_config") {
+                    Ok(architecture) => ModelShape::from_architecture(architecture),
+                    Err(errors) => return Err(ApiError::Invalid(errors)),
+                }
+            }
             ModelInput::Parameters { parameters } => {
                 if !(MIN_PARAMETERS..=MAX_PARAMETERS).contains(parameters) {
                     problems.push(
@@ -320,7 +351,9 @@ impl MemoryRequest {
                         format!("must be between {MIN_PARAMETERS:e} and {MAX_PARAMETERS:e}; got {parameters:e}"),
                     );
                 }
-                ModelShape::from_parameter_count(parameters.clamp(MIN_PARAMETERS, MAX_PARAMETERS) as u64)
+                ModelShape::from_parameter_count(
+                    parameters.clamp(MIN_PARAMETERS, MAX_PARAMETERS) as u64
+                )
             }
         };
         let arch = &model.architecture;
@@ -333,23 +366,50 @@ impl MemoryRequest {
         if self.lora.is_some() && !lora_family {
             problems.push("/lora", "only for method lora or qlora");
         }
-        let only_for = |field: &str, given: bool, ok: bool, methods: &str, problems: &mut Problems| {
-            if given && !ok {
-                problems.push(format!("/{field}"), format!("only for method {methods}"));
-            }
-        };
-        only_for("virtual_tokens", self.virtual_tokens.is_some(), matches!(method_name, MethodName::PrefixTuning | MethodName::PromptTuning), "prefix_tuning or prompt_tuning", &mut problems);
-        only_for("adapter_bottleneck", self.adapter_bottleneck.is_some(), method_name == MethodName::Adapter, "adapter", &mut problems);
-        only_for("trainable_layers", self.trainable_layers.is_some(), method_name == MethodName::Freeze, "freeze", &mut problems);
+        let only_for =
+            |field: &str, given: bool, ok: bool, methods: &str, problems: &mut Problems| {
+                if given && !ok {
+                    problems.push(format!("/{field}"), format!("only for method {methods}"));
+                }
+            };
+        only_for(
+            "virtual_tokens",
+            self.virtual_tokens.is_some(),
+            matches!(
+                method_name,
+                MethodName::PrefixTuning | MethodName::PromptTuning
+            ),
+            "prefix_tuning or prompt_tuning",
+            &mut problems,
+        );
+        only_for(
+            "adapter_bottleneck",
+            self.adapter_bottleneck.is_some(),
+            method_name == MethodName::Adapter,
+            "adapter",
+            &mut problems,
+        );
+        only_for(
+            "trainable_layers",
+            self.trainable_layers.is_some(),
+            method_name == MethodName::Freeze,
+            "freeze",
+            &mut problems,
+        );
 
-        let lora = self.lora.clone().unwrap_or(LoraInput { rank: None, alpha: None, targets: None, double_quantization: None });
+        let lora = self.lora.clone().unwrap_or(LoraInput {
+            rank: None,
+            alpha: None,
+            targets: None,
+            double_quantization: None,
+        });
         let rank = lora.rank.unwrap_or(8);
         if lora_family {
             problems.range("/lora/rank", rank, 1, arch.hidden.max(1));
-            if let Some(alpha) = lora.alpha {
-                if !(alpha.is_finite() && alpha > 0.0) {
-                    problems.push("/lora/alpha", "must be a positive number");
-                }
+            if let Some(alpha) = lora.alpha
+                && !(alpha.is_finite() && alpha > 0.0)
+            {
+                problems.push("/lora/alpha", "must be a positive number");
             }
         }
         if lora.double_quantization.is_some() && method_name != MethodName::Qlora {
@@ -366,18 +426,29 @@ impl MemoryRequest {
             }
         };
         if lora_family && targets.contains(Projection::Gate) && arch.mlp == MlpKind::Plain {
-            problems.push("/lora/targets", "gate_proj: this model's MLP has no gate projection");
+            problems.push(
+                "/lora/targets",
+                "gate_proj: this model's MLP has no gate projection",
+            );
         }
         let virtual_tokens = self.virtual_tokens.unwrap_or(DEFAULT_VIRTUAL_TOKENS);
         problems.range("/virtual_tokens", virtual_tokens, 1, 10_000);
-        let bottleneck = self.adapter_bottleneck.unwrap_or(DEFAULT_ADAPTER_BOTTLENECK);
+        let bottleneck = self
+            .adapter_bottleneck
+            .unwrap_or(DEFAULT_ADAPTER_BOTTLENECK);
         problems.range("/adapter_bottleneck", bottleneck, 1, arch.hidden.max(1));
-        let trainable_layers = self.trainable_layers.unwrap_or(DEFAULT_FREEZE_TRAINABLE_LAYERS.min(arch.layers));
+        let trainable_layers = self
+            .trainable_layers
+            .unwrap_or(DEFAULT_FREEZE_TRAINABLE_LAYERS.min(arch.layers));
         problems.range("/trainable_layers", trainable_layers, 1, arch.layers.max(1));
         let method = match method_name {
             MethodName::Full => Method::Full,
             MethodName::Lora => Method::Lora { rank, targets },
-            MethodName::Qlora => Method::Qlora { rank, targets, double_quantization: lora.double_quantization.unwrap_or(true) },
+            MethodName::Qlora => Method::Qlora {
+                rank,
+                targets,
+                double_quantization: lora.double_quantization.unwrap_or(true),
+            },
             MethodName::PrefixTuning => Method::PrefixTuning { virtual_tokens },
             MethodName::PromptTuning => Method::PromptTuning { virtual_tokens },
             MethodName::Adapter => Method::Adapter { bottleneck },
@@ -396,7 +467,12 @@ impl MemoryRequest {
             default("micro_batch_size", "1".into());
             1
         });
-        problems.range("/micro_batch_size", micro_batch_size, 1, MAX_SEARCH_MICRO_BATCH);
+        problems.range(
+            "/micro_batch_size",
+            micro_batch_size,
+            1,
+            MAX_SEARCH_MICRO_BATCH,
+        );
         let sequence_length = self.sequence_length.unwrap_or_else(|| {
             default("sequence_length", "2048".into());
             2048
@@ -439,19 +515,38 @@ impl MemoryRequest {
         };
         problems.range("/parallelism/gpus", parallelism.gpus, 1, MAX_SEARCH_GPUS);
         if parallelism.zero_stage > 3 {
-            problems.push("/parallelism/zero_stage", format!("must be one of 0, 1, 2, 3; got {}", parallelism.zero_stage));
+            problems.push(
+                "/parallelism/zero_stage",
+                format!("must be one of 0, 1, 2, 3; got {}", parallelism.zero_stage),
+            );
         }
-        problems.range("/parallelism/tensor_parallel", parallelism.tensor_parallel, 1, arch.heads.max(1).min(64));
-        problems.range("/parallelism/pipeline_parallel", parallelism.pipeline_parallel, 1, arch.layers.max(1));
-        let model_parallel = parallelism.tensor_parallel.max(1) * parallelism.pipeline_parallel.max(1);
-        if parallelism.gpus % model_parallel != 0 {
+        problems.range(
+            "/parallelism/tensor_parallel",
+            parallelism.tensor_parallel,
+            1,
+            arch.heads.clamp(1, 64),
+        );
+        problems.range(
+            "/parallelism/pipeline_parallel",
+            parallelism.pipeline_parallel,
+            1,
+            arch.layers.max(1),
+        );
+        let model_parallel =
+            parallelism.tensor_parallel.max(1) * parallelism.pipeline_parallel.max(1);
+        if !parallelism.gpus.is_multiple_of(model_parallel) {
             problems.push(
                 "/parallelism/gpus",
-                format!("must be a multiple of tensor_parallel × pipeline_parallel = {model_parallel}"),
+                format!(
+                    "must be a multiple of tensor_parallel × pipeline_parallel = {model_parallel}"
+                ),
             );
         }
         if parallelism.offload_parameters && parallelism.zero_stage != 3 {
-            problems.push("/parallelism/offload_parameters", "needs zero_stage 3 (parameters are only partitioned at stage 3)");
+            problems.push(
+                "/parallelism/offload_parameters",
+                "needs zero_stage 3 (parameters are only partitioned at stage 3)",
+            );
         }
 
         let gpu = match &self.gpu {
@@ -459,7 +554,11 @@ impl MemoryRequest {
             Some(id) => match catalog.gpu(id) {
                 Some(gpu) => Some(gpu),
                 None => {
-                    return Err(ApiError::NotFound { what: "gpu", id: id.clone(), suggestions: catalog.closest_gpus(id) });
+                    return Err(ApiError::NotFound {
+                        what: "gpu",
+                        id: id.clone(),
+                        suggestions: catalog.closest_gpus(id),
+                    });
                 }
             },
         };
@@ -482,7 +581,12 @@ impl MemoryRequest {
             Some(gpu) => vec![gpu.clone()],
             None => catalog.gpus().to_vec(),
         };
-        Ok(ResolvedMemory { plan, gpus, gpu, defaulted })
+        Ok(ResolvedMemory {
+            plan,
+            gpus,
+            gpu,
+            defaulted,
+        })
     }
 }
 
@@ -495,7 +599,10 @@ pub fn from_json_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T
         if inner.is_syntax() || inner.is_eof() {
             ApiError::MalformedJson(inner.to_string())
         } else {
-            ApiError::Invalid(vec![FieldError::new(pointer, strip_position(&inner.to_string()))])
+            ApiError::Invalid(vec![FieldError::new(
+                pointer,
+                strip_position(&inner.to_string()),
+            )])
         }
     })
 }
@@ -504,7 +611,10 @@ pub fn from_json_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T
 pub fn from_json_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|error| {
         let pointer = pointer_of(error.path());
-        ApiError::Invalid(vec![FieldError::new(pointer, error.into_inner().to_string())])
+        ApiError::Invalid(vec![FieldError::new(
+            pointer,
+            error.into_inner().to_string(),
+        )])
     })
 }
 

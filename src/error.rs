@@ -19,7 +19,11 @@ pub enum ApiError {
     #[error("{} field(s) are invalid", .0.len())]
     Invalid(Vec<FieldError>),
     #[error("unknown {what} `{id}`")]
-    NotFound { what: &'static str, id: String, suggestions: Vec<String> },
+    NotFound {
+        what: &'static str,
+        id: String,
+        suggestions: Vec<String>,
+    },
     #[error("no route for {0}")]
     RouteNotFound(String),
     #[error("method not allowed; allowed: {}", allowed_list(.allow))]
@@ -33,7 +37,11 @@ pub enum ApiError {
 }
 
 fn allowed_list(methods: &[Method]) -> String {
-    methods.iter().map(Method::as_str).collect::<Vec<_>>().join(", ")
+    methods
+        .iter()
+        .map(Method::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// RFC 9457 problem details, with the request id and, for validation errors, each bad
@@ -69,7 +77,9 @@ impl ApiError {
             ApiError::RouteNotFound(_) => ("not-found", "Not found"),
             ApiError::MethodNotAllowed { .. } => ("method-not-allowed", "Method not allowed"),
             ApiError::PayloadTooLarge { .. } => ("payload-too-large", "Payload too large"),
-            ApiError::UnsupportedMediaType(_) => ("unsupported-media-type", "Unsupported media type"),
+            ApiError::UnsupportedMediaType(_) => {
+                ("unsupported-media-type", "Unsupported media type")
+            }
             ApiError::Internal(_) => ("internal", "Internal error"),
         }
     }
@@ -86,7 +96,9 @@ impl ApiError {
                 format!("{self}; closest: {}", suggestions.join(", "))
             }
             // The cause stays in the logs; the client gets a clean body.
-            ApiError::Internal(_) => "the server failed to answer; the request id is in the logs".into(),
+            ApiError::Internal(_) => {
+                "the server failed to answer; the request id is in the logs".into()
+            }
             _ => self.to_string(),
         };
         Problem {

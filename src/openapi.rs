@@ -30,7 +30,9 @@ pub struct ApiDoc;
 
 /// The spec as pretty JSON with a trailing newline (the committed file's format).
 pub fn json() -> String {
-    let mut text = ApiDoc::openapi().to_pretty_json().unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    let mut text = ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     text.push('\n');
     text
 }

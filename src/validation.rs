@@ -15,7 +15,10 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { pointer: pointer.into(), message: message.into() }
+        Self {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -41,13 +44,20 @@ impl Problems {
         high: T,
     ) {
         if !(value >= low && value <= high) {
-            self.push(pointer, format!("must be between {low} and {high}; got {value}"));
+            self.push(
+                pointer,
+                format!("must be between {low} and {high}; got {value}"),
+            );
         }
     }
 
     /// `Ok(value)` when nothing was recorded, else every recorded error.
     pub fn finish<T>(self, value: T) -> Result<T, Vec<FieldError>> {
-        if self.0.is_empty() { Ok(value) } else { Err(self.0) }
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(self.0)
+        }
     }
 
     pub fn is_empty(&self) -> bool {

@@ -81,9 +81,12 @@ pub(super) fn parse(text: &str) -> Result<Vec<Gpu>, CatalogError> {
         .into_iter()
         .map(|r| Gpu {
             memory_bytes_usable: r.memory_bytes_usable_hint.unwrap_or_else(|| {
-                let ecc = if r.gddr_ecc == "yes" { GDDR_ECC_KEPT_FRACTION } else { 0.0 };
-                (r.memory_gib_nominal * GIB * (1.0 - ecc) * (1.0 - DRIVER_RESERVED_FRACTION))
-                    as u64
+                let ecc = if r.gddr_ecc == "yes" {
+                    GDDR_ECC_KEPT_FRACTION
+                } else {
+                    0.0
+                };
+                (r.memory_gib_nominal * GIB * (1.0 - ecc) * (1.0 - DRIVER_RESERVED_FRACTION)) as u64
             }),
             id: r.id,
             name: r.name,

@@ -11,20 +11,41 @@ use crate::validation::{FieldError, Problems};
 
 /// `model_type` values this parser understands.
 pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
-    "llama", "mistral", "mixtral", "qwen", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
-    "gemma2", "gemma3_text", "phi", "phi3", "gpt_neox", "falcon", "gpt2", "bert",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "phi",
+    "phi3",
+    "gpt_neox",
+    "falcon",
+    "gpt2",
+    "bert",
 ];
 
 /// Parses a config object; `pointer` is where it sits in the request (for error messages).
 pub fn parse(config: &Value, pointer: &str) -> Result<Architecture, Vec<FieldError>> {
     let Some(object) = config.as_object() else {
-        return Err(vec![FieldError::new(pointer, "must be a config.json object")]);
+        return Err(vec![FieldError::new(
+            pointer,
+            "must be a config.json object",
+        )]);
     };
     // Multimodal configs (Gemma 3, Llava) nest the language model under `text_config`.
     if let Some(text) = object.get("text_config").filter(|v| v.is_object()) {
         return parse(text, &format!("{pointer}/text_config"));
     }
-    let model_type = object.get("model_type").and_then(Value::as_str).unwrap_or("");
+    let model_type = object
+        .get("model_type")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if !SUPPORTED_MODEL_TYPES.contains(&model_type) {
         return Err(vec![FieldError::new(
             format!("{pointer}/model_type"),
@@ -34,7 +55,11 @@ pub fn parse(config: &Value, pointer: &str) -> Result<Architecture, Vec<FieldErr
             ),
         )]);
     }
-    let mut fields = Fields { object, pointer, problems: Problems::default() };
+    let mut fields = Fields {
+        object,
+        pointer,
+        problems: Problems::default(),
+    };
     let architecture = family(model_type, &mut fields);
     fields.problems.finish(architecture)
 }
@@ -61,7 +86,9 @@ impl Fields<'_> {
     }
 
     fn optional(&mut self, names: &[&str]) -> Option<u64> {
-        let (name, value) = names.iter().find_map(|n| self.object.get(*n).map(|v| (*n, v)))?;
+        let (name, value) = names
+            .iter()
+            .find_map(|n| self.object.get(*n).map(|v| (*n, v)))?;
         match value.as_u64() {
             Some(v) if v > 0 && v < 1 << 32 => Some(v),
             _ if value.is_null() => None,
@@ -76,7 +103,10 @@ impl Fields<'_> {
     }
 
     fn flag(&self, name: &str, default: bool) -> bool {
-        self.object.get(name).and_then(Value::as_bool).unwrap_or(default)
+        self.object
+            .get(name)
+            .and_then(Value::as_bool)
+            .unwrap_or(default)
     }
 
     fn number(&self, name: &str) -> f64 {
@@ -89,14 +119,19 @@ fn family(model_type: &str, f: &mut Fields) -> Architecture {
     let hidden = f.required(&["hidden_size", "n_embd", "d_model"]);
     let heads = f.required(&["num_attention_heads", "n_head"]);
     let vocab = f.required(&["vocab_size"]);
-    let head_dim = f.optional(&["head_dim"]).unwrap_or(hidden / heads.max(1)).max(1);
+    let head_dim = f
+        .optional(&["head_dim"])
+        .unwrap_or(hidden / heads.max(1))
+        .max(1);
     let gpt_style = matches!(model_type, "phi" | "gpt_neox" | "falcon" | "gpt2" | "bert");
     let kv_heads = match model_type {
         "falcon" if f.flag("new_decoder_architecture", false) => {
             f.optional(&["num_kv_heads"]).unwrap_or(heads)
         }
         "falcon" if f.flag("multi_query", true) => 1,
-        _ => f.optional(&["num_key_value_heads", "num_kv_heads"]).unwrap_or(heads),
+        _ => f
+            .optional(&["num_key_value_heads", "num_kv_heads"])
+            .unwrap_or(heads),
     };
     let intermediate = match model_type {
         // Qwen (v1) lists the fused gate+up width.
@@ -119,7 +154,9 @@ fn family(model_type: &str, f: &mut Fields) -> Architecture {
         }),
         "qwen2_moe" | "qwen3_moe" => {
             let expert_intermediate = f.required(&["moe_intermediate_size"]);
-            let shared_width = f.optional(&["shared_expert_intermediate_size"]).unwrap_or(0);
+            let shared_width = f
+                .optional(&["shared_expert_intermediate_size"])
+                .unwrap_or(0);
             Some(Moe {
                 experts: f.required(&["num_experts"]),
                 experts_per_token: f.required(&["num_experts_per_tok"]),
@@ -131,9 +168,15 @@ fn family(model_type: &str, f: &mut Fields) -> Architecture {
         }
         _ => None,
     };
-    let dropout = ["attention_probs_dropout_prob", "attn_pdrop", "attention_dropout", "hidden_dropout_prob", "resid_pdrop"]
-        .iter()
-        .any(|name| f.number(name) > 0.0);
+    let dropout = [
+        "attention_probs_dropout_prob",
+        "attn_pdrop",
+        "attention_dropout",
+        "hidden_dropout_prob",
+        "resid_pdrop",
+    ]
+    .iter()
+    .any(|name| f.number(name) > 0.0);
     Architecture {
         layers,
         hidden,
@@ -143,8 +186,16 @@ fn family(model_type: &str, f: &mut Fields) -> Architecture {
         intermediate,
         vocab,
         tied_embeddings: f.flag("tie_word_embeddings", tied_default),
-        mlp: if gpt_style { MlpKind::Plain } else { MlpKind::Gated },
-        norm: if gpt_style { NormKind::LayerNorm } else { NormKind::RmsNorm },
+        mlp: if gpt_style {
+            MlpKind::Plain
+        } else {
+            MlpKind::Gated
+        },
+        norm: if gpt_style {
+            NormKind::LayerNorm
+        } else {
+            NormKind::RmsNorm
+        },
         moe,
         cross_attention_layers: 0,
         dropout,

@@ -32,9 +32,22 @@ impl Catalog {
     pub fn embedded() -> Result<Self, CatalogError> {
         let gpus = gpu::parse(include_str!("data/gpus.csv"))?;
         let models = model::parse(include_str!("data/models.csv"))?;
-        let gpu_index = gpus.iter().enumerate().map(|(i, g)| (g.id.clone(), i)).collect();
-        let model_index = models.iter().enumerate().map(|(i, m)| (m.id.clone(), i)).collect();
-        Ok(Self { gpus, models, gpu_index, model_index })
+        let gpu_index = gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.id.clone(), i))
+            .collect();
+        let model_index = models
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.id.clone(), i))
+            .collect();
+        Ok(Self {
+            gpus,
+            models,
+            gpu_index,
+            model_index,
+        })
     }
 
     pub fn gpus(&self) -> &[Gpu] {
@@ -97,7 +110,10 @@ fn read_rows<T: serde::de::DeserializeOwned>(
     csv::Reader::from_reader(text.as_bytes())
         .deserialize()
         .collect::<Result<Vec<T>, _>>()
-        .map_err(|e| CatalogError { file, message: e.to_string() })
+        .map_err(|e| CatalogError {
+            file,
+            message: e.to_string(),
+        })
 }
 
 #[cfg(test)]
@@ -108,10 +124,22 @@ mod tests {
     fn every_reference_gpu_and_model_is_in_the_catalog() {
         let catalog = Catalog::embedded().unwrap();
         assert_eq!(catalog.gpus().len(), 36);
-        for id in ["a100-80gb", "h100-80gb", "t4-16gb", "rtx4090-24gb", "gaudi3-128gb"] {
+        for id in [
+            "a100-80gb",
+            "h100-80gb",
+            "t4-16gb",
+            "rtx4090-24gb",
+            "gaudi3-128gb",
+        ] {
             assert!(catalog.gpu(id).is_some(), "{id}");
         }
-        for id in ["qwen-7b", "llama-2-7b", "mixtral-8x7b", "llama-3.1-405b", "t0-3b"] {
+        for id in [
+            "qwen-7b",
+            "llama-2-7b",
+            "mixtral-8x7b",
+            "llama-3.1-405b",
+            "t0-3b",
+        ] {
             assert!(catalog.model(id).is_some(), "{id}");
         }
     }

@@ -119,7 +119,8 @@ impl Architecture {
 
     /// Number of MoE layers (zero for dense models).
     pub fn moe_layers(&self) -> u64 {
-        self.moe.map_or(0, |m| self.layers.saturating_sub(m.dense_layers))
+        self.moe
+            .map_or(0, |m| self.layers.saturating_sub(m.dense_layers))
     }
 
     /// MLP instances of each width in the whole model, as `(count, width)` pairs:
@@ -131,7 +132,10 @@ impl Architecture {
                 let moe_layers = self.moe_layers();
                 vec![
                     (moe.dense_layers.min(self.layers), self.intermediate),
-                    (moe_layers * (moe.experts + moe.shared_experts), moe.expert_intermediate),
+                    (
+                        moe_layers * (moe.experts + moe.shared_experts),
+                        moe.expert_intermediate,
+                    ),
                 ]
             }
         }
@@ -161,7 +165,9 @@ impl Architecture {
                 count * one
             })
             .sum();
-        let routers = self.moe.map_or(0, |m| self.moe_layers() * self.hidden * m.experts);
+        let routers = self
+            .moe
+            .map_or(0, |m| self.moe_layers() * self.hidden * m.experts);
         mlp + routers
     }
 
@@ -182,7 +188,11 @@ impl Architecture {
 
     /// Output head: zero when tied to the embedding.
     pub fn head_parameters(&self) -> u64 {
-        if self.tied_embeddings { 0 } else { self.vocab * self.hidden }
+        if self.tied_embeddings {
+            0
+        } else {
+            self.vocab * self.hidden
+        }
     }
 
     /// Parameters inside the transformer blocks (what tensor and pipeline parallel split and
@@ -213,7 +223,12 @@ impl Architecture {
     /// The largest single weight matrix (what a fused optimizer step or a QLoRA dequantise
     /// works on at once).
     pub fn largest_matrix_parameters(&self) -> u64 {
-        let widest_mlp = self.mlp_instances().iter().map(|&(_, w)| w).max().unwrap_or(0);
+        let widest_mlp = self
+            .mlp_instances()
+            .iter()
+            .map(|&(_, w)| w)
+            .max()
+            .unwrap_or(0);
         let projections = Projection::ALL
             .iter()
             .filter_map(|&p| self.projection_shape(p, widest_mlp))
@@ -229,8 +244,9 @@ impl Architecture {
     /// parameters); MLP 8/3·h gated, Llama-2 vocabulary.
     pub fn typical_for(parameters: u64) -> Architecture {
         let layers = ((parameters as f64 / (12.0 * 128.0 * 128.0)).cbrt().round() as u64).max(1);
-        let hidden = ((parameters as f64 / (12.0 * layers as f64)).sqrt() / 128.0).round().max(1.0)
-            as u64
+        let hidden = ((parameters as f64 / (12.0 * layers as f64)).sqrt() / 128.0)
+            .round()
+            .max(1.0) as u64
             * 128;
         let heads = (hidden / 128).max(1);
         Architecture {
@@ -300,7 +316,10 @@ pub(super) fn parse(text: &str) -> Result<Vec<ModelEntry>, CatalogError> {
 }
 
 fn entry(r: Row) -> Result<ModelEntry, CatalogError> {
-    let bad = |message: String| CatalogError { file: "models.csv", message };
+    let bad = |message: String| CatalogError {
+        file: "models.csv",
+        message,
+    };
     let mlp = match r.activation.as_str() {
         "swiglu" | "geglu" => MlpKind::Gated,
         "gelu" => MlpKind::Plain,
@@ -358,13 +377,22 @@ mod tests {
     fn computed_parameter_counts_match_the_published_ones() {
         for m in catalog() {
             let ratio = m.parameters as f64 / m.published_parameters;
-            assert!((0.96..=1.04).contains(&ratio), "{}: computed {} vs published {}", m.id, m.parameters, m.published_parameters);
+            assert!(
+                (0.96..=1.04).contains(&ratio),
+                "{}: computed {} vs published {}",
+                m.id,
+                m.parameters,
+                m.published_parameters
+            );
         }
     }
 
     #[test]
     fn llama_2_7b_counts_exactly() {
-        let m = catalog().into_iter().find(|m| m.id == "llama-2-7b").unwrap();
+        let m = catalog()
+            .into_iter()
+            .find(|m| m.id == "llama-2-7b")
+            .unwrap();
         // 2 × 32000 × 4096 + 32 × (4 × 4096² + 3 × 4096 × 11008 + 2 × 4096) + 4096
         assert_eq!(m.parameters, 6_738_415_616);
     }

@@ -11,7 +11,11 @@ use crate::config::Settings;
 use crate::http::{AppState, app, memory_answer};
 
 #[derive(Debug, Parser)]
-#[command(name = "trainplan", version, about = "Will an LLM training job fit, how long, how much")]
+#[command(
+    name = "trainplan",
+    version,
+    about = "Will an LLM training job fit, how long, how much"
+)]
 pub struct Cli {
     /// Config file (TOML) layered over the built-in defaults, under TRAINPLAN_* variables.
     #[arg(long, global = true, env = "TRAINPLAN_CONFIG")]
@@ -68,7 +72,9 @@ pub fn run(cli: Cli) -> i32 {
             print!("{}", crate::openapi::json());
             0
         }
-        Command::Estimate { kind: EstimateKind::Memory { plan } } => estimate_memory(&plan, &catalog),
+        Command::Estimate {
+            kind: EstimateKind::Memory { plan },
+        } => estimate_memory(&plan, &catalog),
         Command::Serve { listen } => {
             crate::telemetry::init(settings.log_format, &settings.log_level);
             let listen = listen.unwrap_or_else(|| settings.listen.clone());
@@ -100,7 +106,8 @@ fn estimate_memory(path: &PathBuf, catalog: &Catalog) -> i32 {
             return 2;
         }
     };
-    let answer = from_json_slice::<MemoryRequest>(&bytes).and_then(|request| memory_answer(&request, catalog));
+    let answer = from_json_slice::<MemoryRequest>(&bytes)
+        .and_then(|request| memory_answer(&request, catalog));
     match answer.map(|a| serde_json::to_string_pretty(&a)) {
         Ok(Ok(json)) => {
             println!("{json}");
@@ -112,7 +119,10 @@ fn estimate_memory(path: &PathBuf, catalog: &Catalog) -> i32 {
         }
         Err(error) => {
             let problem = error.problem();
-            eprintln!("{}", serde_json::to_string_pretty(&problem).unwrap_or_else(|_| error.to_string()));
+            eprintln!(
+                "{}",
+                serde_json::to_string_pretty(&problem).unwrap_or_else(|_| error.to_string())
+            );
             2
         }
     }

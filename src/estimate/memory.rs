@@ -275,10 +275,18 @@ impl<'a> Prepared<'a> {
         let embedding = arch.embedding_parameters() as f64 * scale;
         let head = arch.head_parameters() as f64 * scale;
         let block_share = block / (tp * pp) + norms / pp;
-        let vocab_share = if pp > 1.0 { embedding.max(head) / tp } else { (embedding + head) / tp };
+        let vocab_share = if pp > 1.0 {
+            embedding.max(head) / tp
+        } else {
+            (embedding + head) / tp
+        };
 
         let factored_ratio = rank_one_parameters(arch) / block.max(1.0);
-        let element = if precision == Precision::Fp32 { 4.0 } else { 2.0 };
+        let element = if precision == Precision::Fp32 {
+            4.0
+        } else {
+            2.0
+        };
 
         // Bytes per trained base parameter by precision regime.
         let base = match precision {
@@ -296,7 +304,11 @@ impl<'a> Prepared<'a> {
             p if p.is_mixed() => StateBytes {
                 // Transformer Engine caches an fp8 copy of each weight (1 byte).
                 weight: if p == Precision::Fp8 { 3.0 } else { 2.0 },
-                gradient: if profile.fp32_gradients_mixed { 4.0 } else { 2.0 },
+                gradient: if profile.fp32_gradients_mixed {
+                    4.0
+                } else {
+                    2.0
+                },
                 optimizer: 4.0
                     + profile.extra_optimizer_bytes_mixed
                     + optimizer_state_bytes(plan.optimizer, 4.0, factored_ratio),
@@ -321,7 +333,11 @@ impl<'a> Prepared<'a> {
         };
 
         // Which base parameters are trained on this GPU, and what the frozen rest costs.
-        let frozen_element = if precision == Precision::Fp32 { 4.0 } else { 2.0 };
+        let frozen_element = if precision == Precision::Fp32 {
+            4.0
+        } else {
+            2.0
+        };
         let per_gpu_layers = layers / pp;
         let (trainable_base, frozen_base_bytes) = match plan.method {
             Method::Full => (block_share + vocab_share, 0.0),
@@ -333,12 +349,25 @@ impl<'a> Prepared<'a> {
                     (block_share * (1.0 - trained) + vocab_share) * frozen_element,
                 )
             }
-            Method::Qlora { double_quantization, .. } => {
-                let scales =
-                    if double_quantization { NF4_DOUBLE_QUANT_SCALE_BYTES } else { NF4_SCALE_BYTES };
-                let unquantized_element =
-                    if profile.kbit_upcasts_unquantized { 4.0 } else { frozen_element };
-                let quantized_head = if profile.quantizes_lm_head { head / tp } else { 0.0 };
+            Method::Qlora {
+                double_quantization,
+                ..
+            } => {
+                let scales = if double_quantization {
+                    NF4_DOUBLE_QUANT_SCALE_BYTES
+                } else {
+                    NF4_SCALE_BYTES
+                };
+                let unquantized_element = if profile.kbit_upcasts_unquantized {
+                    4.0
+                } else {
+                    frozen_element
+                };
+                let quantized_head = if profile.quantizes_lm_head {
+                    head / tp
+                } else {
+                    0.0
+                };
                 let unquantized = norms / pp + vocab_share - quantized_head;
                 (
                     0.0,
@@ -382,13 +411,12 @@ impl<'a> Prepared<'a> {
             0.0
         };
 
-        let load_peak_bytes = if matches!(plan.method, Method::Qlora { .. })
-            && profile.quantizes_after_loading
-        {
-            2.0 * (block_share + vocab_share)
-        } else {
-            0.0
-        };
+        let load_peak_bytes =
+            if matches!(plan.method, Method::Qlora { .. }) && profile.quantizes_after_loading {
+                2.0 * (block_share + vocab_share)
+            } else {
+                0.0
+            };
         let activations = ActivationModel::new(plan, precision, &profile);
         let (virtual_tokens, layers_with_activations) = match plan.method {
             Method::PromptTuning { virtual_tokens } => (virtual_tokens, layers),
@@ -443,7 +471,8 @@ impl<'a> Prepared<'a> {
         let divisor = |from_stage: u8| if stage >= from_stage { nd } else { 1.0 };
 
         // ZeRO (§5.1): stage 1 shards optimizer states, 2 also gradients, 3 also weights.
-        let weights = (self.trainable_base * self.base.weight + self.frozen_base_bytes) / divisor(3);
+        let weights =
+            (self.trainable_base * self.base.weight + self.frozen_base_bytes) / divisor(3);
         let gradients = self.trainable_base * self.base.gradient / divisor(2);
         let optimizer = self.trainable_base * self.base.optimizer / divisor(1);
         let adapter_weights = self.adapter_parameters * self.adapter.weight / divisor(3);
@@ -463,7 +492,8 @@ impl<'a> Prepared<'a> {
         // The GPU keeps one layer's gradients as the reduce buffer.
         let gradients_gpu = if par.offload_optimizer {
             cpu += gradients + adapter_gradients;
-            self.layer_trainable_gradient_bytes.min(gradients + adapter_gradients)
+            self.layer_trainable_gradient_bytes
+                .min(gradients + adapter_gradients)
         } else {
             gradients + adapter_gradients
         };
@@ -473,7 +503,9 @@ impl<'a> Prepared<'a> {
         } else {
             weights
         };
-        let sharding_buffers = if stage >= 3 && nd > 1.0 {
+        // Parameters that live elsewhere (other ranks or the host) are fetched a layer at a
+        // time into these buffers.
+        let sharding_buffers = if stage >= 3 && (nd > 1.0 || par.offload_parameters) {
             self.layer_gather_bytes + self.layer_trainable_gradient_bytes
         } else {
             0.0
@@ -498,7 +530,11 @@ impl<'a> Prepared<'a> {
         let checkpoint_layer = tokens * self.checkpoint_bytes_per_token;
         // Korthikanti §4.2: with 1F1B the first pipeline stage holds p micro-batches of L/p
         // layers, i.e. L layers' worth; checkpointing keeps each layer's input (2sbh).
-        let saved = if plan.gradient_checkpointing { layers * checkpoint_layer } else { layers * one_layer };
+        let saved = if plan.gradient_checkpointing {
+            layers * checkpoint_layer
+        } else {
+            layers * one_layer
+        };
         let (saved_gpu, recompute) = if plan.optimizations.activation_offloading {
             cpu += saved;
             (checkpoint_layer, one_layer)
@@ -548,7 +584,11 @@ impl<'a> Prepared<'a> {
             optimizer,
             adapter: adapter_weights + adapter_gradients + adapter_optimizer,
             activations: activations_at_peak,
-            logits: if peak_allocated == forward_end { logits } else { 0.0 },
+            logits: if peak_allocated == forward_end {
+                logits
+            } else {
+                0.0
+            },
             cpu,
             phases,
             peak_allocated,
@@ -776,7 +816,11 @@ fn states_formula(stage: u8, bytes: StateBytes) -> String {
         let text = format!("{x:.3}");
         text.trim_end_matches('0').trim_end_matches('.').to_string()
     };
-    let StateBytes { weight: w, gradient: g, optimizer: k } = bytes;
+    let StateBytes {
+        weight: w,
+        gradient: g,
+        optimizer: k,
+    } = bytes;
     match stage {
         0 => format!("{}·Ψ", n(w + g + k)),
         1 => format!("({} + {}/Nd)·Ψ", n(w + g), n(k)),
@@ -804,17 +848,24 @@ pub fn estimate(plan: &MemoryPlan, gpus: &[Gpu]) -> MemoryEstimate {
     };
     let trainable = trainable_base + adapter_total;
 
-    let peak_index = b.phases.iter().position(|&p| p == b.peak_allocated).unwrap_or(0);
+    let peak_index = b
+        .phases
+        .iter()
+        .position(|&p| p == b.peak_allocated)
+        .unwrap_or(0);
     let formula = match plan.method {
         Method::Full => states_formula(plan.parallelism.zero_stage, prepared.base),
         _ => format!(
             "frozen base {:.3} GB + ({})·Ψ_trainable",
             b.weights / 1e9,
-            states_formula(plan.parallelism.zero_stage, if trainable_base > 0 {
-                prepared.base
-            } else {
-                prepared.adapter
-            })
+            states_formula(
+                plan.parallelism.zero_stage,
+                if trainable_base > 0 {
+                    prepared.base
+                } else {
+                    prepared.adapter
+                }
+            )
             .trim_end_matches("·Ψ")
         ),
     };
@@ -848,7 +899,10 @@ pub fn estimate(plan: &MemoryPlan, gpus: &[Gpu]) -> MemoryEstimate {
         phases: PHASE_NAMES
             .iter()
             .zip(b.phases)
-            .map(|(&phase, bytes)| PhasePeak { phase, allocated_bytes: whole_bytes(bytes) })
+            .map(|(&phase, bytes)| PhasePeak {
+                phase,
+                allocated_bytes: whole_bytes(bytes),
+            })
             .collect(),
         fits: gpus.iter().map(|gpu| prepared.fit(gpu, b.device)).collect(),
         assumptions: assumptions(&prepared),
@@ -905,11 +959,23 @@ fn assumptions(p: &Prepared) -> Vec<String> {
     if plan.parallelism.tensor_parallel > 1 {
         out.push("tensor parallel with sequence parallelism (Korthikanti et al. 2022)".into());
     }
-    if let Method::Qlora { double_quantization, .. } = plan.method {
+    if let Method::Qlora {
+        double_quantization,
+        ..
+    } = plan.method
+    {
         out.push(format!(
             "QLoRA base in NF4 with {} quantisation constants; embeddings{} unquantised",
-            if double_quantization { "double-quantised (0.127 bit/param)" } else { "fp32 (0.5 bit/param)" },
-            if p.profile.quantizes_lm_head { "" } else { " and LM head" }
+            if double_quantization {
+                "double-quantised (0.127 bit/param)"
+            } else {
+                "fp32 (0.5 bit/param)"
+            },
+            if p.profile.quantizes_lm_head {
+                ""
+            } else {
+                " and LM head"
+            }
         ));
     }
     out
@@ -937,10 +1003,16 @@ fn warnings(p: &Prepared, b: &Breakdown, gpus: &[Gpu]) -> Vec<String> {
     }
     for gpu in gpus.iter().take(1).filter(|_| gpus.len() == 1) {
         if plan.precision.uses_bf16() && !gpu.supports_bf16() {
-            out.push(format!("{} has no bf16 support; use fp16 or amp_fp16", gpu.id));
+            out.push(format!(
+                "{} has no bf16 support; use fp16 or amp_fp16",
+                gpu.id
+            ));
         }
         if plan.attention == Attention::Flash && !gpu.supports_bf16() {
-            out.push(format!("FlashAttention-2 needs Ampere or newer; {} would run sdpa or eager", gpu.id));
+            out.push(format!(
+                "FlashAttention-2 needs Ampere or newer; {} would run sdpa or eager",
+                gpu.id
+            ));
         }
         if b.device > gpu.memory_bytes_usable as f64 {
             out.push(format!(
@@ -963,4 +1035,182 @@ fn serde_name<T: Serialize>(value: &T) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use proptest::prelude::*;
+
+    fn plan(model: &str) -> MemoryPlan {
+        let catalog = Catalog::embedded().unwrap();
+        MemoryPlan {
+            model: ModelShape::from_architecture(
+                catalog.model(model).unwrap().architecture.clone(),
+            ),
+            method: Method::Full,
+            precision: Precision::AmpBf16,
+            optimizer: Optimizer::Adamw,
+            micro_batch_size: 1,
+            sequence_length: 2048,
+            max_sample_tokens: None,
+            gradient_checkpointing: false,
+            attention: Attention::Flash,
+            parallelism: Parallelism::single_gpu(),
+            framework: Framework::Generic,
+            optimizations: Optimizations::default(),
+        }
+    }
+
+    fn device(plan: &MemoryPlan) -> f64 {
+        Prepared::new(plan)
+            .breakdown(plan.parallelism.gpus, plan.micro_batch_size)
+            .device
+    }
+
+    fn any_method() -> impl Strategy<Value = Method> {
+        let targets = prop::sample::subsequence(Projection::ALL.to_vec(), 1..=7)
+            .prop_map(|list| list.into_iter().collect::<Targets>());
+        prop_oneof![
+            Just(Method::Full),
+            (1u64..=4).prop_map(|trainable_layers| Method::Freeze { trainable_layers }),
+            (1u64..=256, targets.clone())
+                .prop_map(|(rank, targets)| Method::Lora { rank, targets }),
+            (1u64..=256, targets, any::<bool>()).prop_map(
+                |(rank, targets, double_quantization)| Method::Qlora {
+                    rank,
+                    targets,
+                    double_quantization
+                }
+            ),
+            (1u64..=100).prop_map(|virtual_tokens| Method::PrefixTuning { virtual_tokens }),
+            (1u64..=100).prop_map(|virtual_tokens| Method::PromptTuning { virtual_tokens }),
+            (1u64..=256).prop_map(|bottleneck| Method::Adapter { bottleneck }),
+        ]
+    }
+
+    prop_compose! {
+        fn any_plan()(
+            model in prop::sample::select(vec!["llama-2-7b", "qwen2.5-1.5b", "mixtral-8x7b", "gemma-2-2b", "bert-large", "phi-2", "llama-3.1-70b"]),
+            method in any_method(),
+            precision in prop::sample::select(vec![Precision::Fp32, Precision::AmpBf16, Precision::AmpFp16, Precision::Bf16, Precision::Fp16, Precision::Fp8]),
+            optimizer in prop::sample::select(vec![Optimizer::Adamw, Optimizer::Adamw8bit, Optimizer::PagedAdamw, Optimizer::PagedAdamw8bit, Optimizer::Adafactor, Optimizer::Sgd, Optimizer::SgdMomentum, Optimizer::Lion]),
+            framework in prop::sample::select(vec![Framework::Generic, Framework::HfTrainer, Framework::Deepspeed, Framework::Megatron, Framework::Torchtune, Framework::Litgpt, Framework::Unsloth]),
+            attention in prop::sample::select(vec![Attention::Flash, Attention::Sdpa, Attention::Eager]),
+            micro_batch_size in 1u64..=64,
+            sequence_length in 1u64..=32_768,
+            gradient_checkpointing in any::<bool>(),
+            zero_stage in 0u8..=3,
+            data_parallel in 1u64..=64,
+            tensor_parallel in prop::sample::select(vec![1u64, 2]),
+            offload_optimizer in any::<bool>(),
+            flags in prop::collection::vec(any::<bool>(), 6),
+        ) -> MemoryPlan {
+            let mut p = plan(model);
+            p.method = method;
+            p.precision = precision;
+            p.optimizer = optimizer;
+            p.framework = framework;
+            p.attention = attention;
+            p.micro_batch_size = micro_batch_size;
+            p.sequence_length = sequence_length;
+            p.gradient_checkpointing = gradient_checkpointing;
+            p.parallelism = Parallelism {
+                gpus: data_parallel * tensor_parallel,
+                zero_stage,
+                offload_optimizer,
+                offload_parameters: offload_optimizer && zero_stage == 3,
+                tensor_parallel,
+                pipeline_parallel: 1,
+            };
+            p.optimizations = Optimizations {
+                chunked_cross_entropy: flags[0],
+                torch_compile: flags[1],
+                optimizer_in_backward: flags[2],
+                activation_offloading: flags[3],
+                fused_linear_cross_entropy: flags[4],
+                packed_sequences: flags[5],
+            };
+            p
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn never_nan_negative_or_infinite(p in any_plan()) {
+            let e = estimate(&p, &[]);
+            let b = Prepared::new(&p).breakdown(p.parallelism.gpus, p.micro_batch_size);
+            for x in [b.weights, b.gradients, b.optimizer, b.adapter, b.activations, b.logits, b.cpu, b.peak_allocated, b.device] {
+                prop_assert!(x.is_finite() && x >= 0.0, "{x}");
+            }
+            prop_assert!(e.per_gpu.peak_allocated_bytes <= e.per_gpu.peak_reserved_bytes);
+            prop_assert!(e.per_gpu.peak_reserved_bytes <= e.per_gpu.device_bytes);
+            prop_assert!((0.0..=1.0).contains(&e.parameters.trainable_fraction));
+        }
+
+        #[test]
+        fn grows_with_batch_sequence_and_rank(p in any_plan()) {
+            let base = device(&p);
+            let mut bigger = p.clone();
+            bigger.micro_batch_size += 1;
+            prop_assert!(device(&bigger) >= base);
+            let mut longer = p.clone();
+            longer.sequence_length += 512;
+            prop_assert!(device(&longer) >= base);
+            if let Method::Lora { rank, targets } = p.method {
+                let mut wider = p.clone();
+                wider.method = Method::Lora { rank: rank * 2, targets };
+                prop_assert!(device(&wider) >= base);
+            }
+        }
+
+        #[test]
+        fn never_grows_with_zero_stage_gpus_or_checkpointing(p in any_plan()) {
+            let base = device(&p);
+            // Stages 1 and 2 only shard; stage 3 adds the gathered-layer buffers, which the
+            // sharded weights outweigh once there is more than one data-parallel rank.
+            let stage = p.parallelism.zero_stage;
+            if stage < 2 || (stage == 2 && p.parallelism.data_parallel() > 1 && !p.parallelism.offload_optimizer) {
+                let mut sharded = p.clone();
+                sharded.parallelism.zero_stage += 1;
+                prop_assert!(device(&sharded) <= base + 1.0, "stage {} -> {}", stage, stage + 1);
+            }
+            let mut more = p.clone();
+            more.parallelism.gpus *= 2;
+            prop_assert!(device(&more) <= base + 1.0);
+            let mut checkpointed = p.clone();
+            checkpointed.gradient_checkpointing = true;
+            prop_assert!(device(&checkpointed) <= base + 1.0);
+        }
+
+        #[test]
+        fn grows_with_parameters(layers in 1u64..=80, extra in 1u64..=16) {
+            let mut small = plan("llama-2-7b");
+            small.model = ModelShape::from_architecture(Architecture { layers, ..small.model.architecture.clone() });
+            let mut large = small.clone();
+            large.model = ModelShape::from_architecture(Architecture { layers: layers + extra, ..small.model.architecture.clone() });
+            prop_assert!(device(&large) > device(&small));
+        }
+    }
+
+    #[test]
+    fn fit_searches_agree_with_direct_evaluation() {
+        let mut p = plan("llama-2-7b");
+        p.parallelism.zero_stage = 3;
+        let prepared = Prepared::new(&p);
+        let usable = 80.0 * GIB;
+        let n = prepared.min_gpus(usable).unwrap();
+        assert!(prepared.breakdown(n, 1).device <= usable);
+        assert!(n == 1 || prepared.breakdown(n - 1, 1).device > usable);
+        let b = prepared.max_micro_batch(usable * 4.0);
+        assert!(prepared.breakdown(1, b).device <= usable * 4.0);
+        assert!(prepared.breakdown(1, b + 1).device > usable * 4.0);
+    }
+
+    #[test]
+    fn stage_zero_never_finds_more_gpus_helpful() {
+        let p = plan("llama-3.1-70b");
+        assert_eq!(Prepared::new(&p).min_gpus(80.0 * GIB), None);
+    }
 }

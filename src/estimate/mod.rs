@@ -28,7 +28,10 @@ pub enum Precision {
 
 impl Precision {
     pub fn is_mixed(self) -> bool {
-        matches!(self, Precision::AmpBf16 | Precision::AmpFp16 | Precision::Fp8)
+        matches!(
+            self,
+            Precision::AmpBf16 | Precision::AmpFp16 | Precision::Fp8
+        )
     }
 
     /// Bytes of one activation element (fp8 training keeps bf16 activations between
@@ -134,16 +137,31 @@ pub use crate::catalog::Projection;
 pub enum Method {
     Full,
     /// Only the last `trainable_layers` blocks are trained.
-    Freeze { trainable_layers: u64 },
-    Lora { rank: u64, targets: Targets },
+    Freeze {
+        trainable_layers: u64,
+    },
+    Lora {
+        rank: u64,
+        targets: Targets,
+    },
     /// LoRA over an NF4-quantised base (Dettmers et al. 2023).
-    Qlora { rank: u64, targets: Targets, double_quantization: bool },
+    Qlora {
+        rank: u64,
+        targets: Targets,
+        double_quantization: bool,
+    },
     /// Trainable key/value prefixes in every layer (Li & Liang 2021).
-    PrefixTuning { virtual_tokens: u64 },
+    PrefixTuning {
+        virtual_tokens: u64,
+    },
     /// Trainable input embeddings only (Lester et al. 2021).
-    PromptTuning { virtual_tokens: u64 },
+    PromptTuning {
+        virtual_tokens: u64,
+    },
     /// Houlsby bottleneck adapters, two per block.
-    Adapter { bottleneck: u64 },
+    Adapter {
+        bottleneck: u64,
+    },
 }
 
 impl Method {
@@ -178,7 +196,9 @@ impl Targets {
     }
 
     pub fn iter(self) -> impl Iterator<Item = Projection> {
-        Projection::ALL.into_iter().filter(move |&p| self.contains(p))
+        Projection::ALL
+            .into_iter()
+            .filter(move |&p| self.contains(p))
     }
 }
 
@@ -233,11 +253,19 @@ pub struct ModelShape {
 impl ModelShape {
     pub fn from_architecture(architecture: Architecture) -> Self {
         let parameters = architecture.total_parameters();
-        Self { architecture, parameters, shape_estimated: false }
+        Self {
+            architecture,
+            parameters,
+            shape_estimated: false,
+        }
     }
 
     pub fn from_parameter_count(parameters: u64) -> Self {
-        Self { architecture: Architecture::typical_for(parameters), parameters, shape_estimated: true }
+        Self {
+            architecture: Architecture::typical_for(parameters),
+            parameters,
+            shape_estimated: true,
+        }
     }
 
     /// Factor from the shape's own count to the exact count (1 unless shape_estimated).

@@ -80,8 +80,14 @@ impl Profile {
                 pure_fp16_runs_as_amp: true,
                 ..generic
             },
-            Framework::Deepspeed => Profile { extra_optimizer_bytes_mixed: 4.0, ..generic },
-            Framework::Megatron => Profile { fp32_gradients_mixed: true, ..generic },
+            Framework::Deepspeed => Profile {
+                extra_optimizer_bytes_mixed: 4.0,
+                ..generic
+            },
+            Framework::Megatron => Profile {
+                fp32_gradients_mixed: true,
+                ..generic
+            },
             // torchtune builds LoRA modules in the model dtype (bf16) and keeps the output
             // projection unquantised under QLoRA.
             Framework::Torchtune => Profile {
@@ -112,6 +118,10 @@ impl Profile {
 
     /// Live bytes per logit element at the loss for a given activation element width.
     pub fn logits_bytes_per_element(&self, activation_bytes: f64) -> f64 {
-        if activation_bytes >= 4.0 { self.logits_bytes.1 } else { self.logits_bytes.0 }
+        if activation_bytes >= 4.0 {
+            self.logits_bytes.1
+        } else {
+            self.logits_bytes.0
+        }
     }
 }

@@ -10,5 +10,9 @@ pub const GB: f64 = 1e9;
 
 /// Rounds a non-negative byte count held as `f64` to whole bytes.
 pub fn whole_bytes(bytes: f64) -> u64 {
-    if bytes.is_finite() && bytes > 0.0 { bytes.round() as u64 } else { 0 }
+    if bytes.is_finite() && bytes > 0.0 {
+        bytes.round() as u64
+    } else {
+        0
+    }
 }

@@ -54,15 +54,36 @@ pub async fn gpus(
         .catalog
         .gpus()
         .iter()
-        .filter(|g| filter.min_memory_gib.is_none_or(|m| g.memory_gib_nominal >= m))
-        .filter(|g| filter.form_factor.as_deref().is_none_or(|f| g.form_factor == f))
         .filter(|g| {
-            q.as_deref().is_none_or(|q| g.id.contains(q) || g.name.to_ascii_lowercase().contains(q))
+            filter
+                .min_memory_gib
+                .is_none_or(|m| g.memory_gib_nominal >= m)
+        })
+        .filter(|g| {
+            filter
+                .form_factor
+                .as_deref()
+                .is_none_or(|f| g.form_factor == f)
+        })
+        .filter(|g| {
+            q.as_deref()
+                .is_none_or(|q| g.id.contains(q) || g.name.to_ascii_lowercase().contains(q))
         })
         .cloned()
         .collect();
-    let render_query = RenderQuery { format: filter.format, field: filter.field.clone() };
-    render::respond(&request, &render_query, &GpuList { count: gpus.len(), gpus }, "gpus")
+    let render_query = RenderQuery {
+        format: filter.format,
+        field: filter.field.clone(),
+    };
+    render::respond(
+        &request,
+        &render_query,
+        &GpuList {
+            count: gpus.len(),
+            gpus,
+        },
+        "gpus",
+    )
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -111,11 +132,30 @@ pub async fn models(
         .models()
         .iter()
         .filter(|m| filter.family.as_deref().is_none_or(|f| m.family == f))
-        .filter(|m| filter.min_parameters.is_none_or(|p| m.parameters as f64 >= p))
-        .filter(|m| filter.max_parameters.is_none_or(|p| m.parameters as f64 <= p))
+        .filter(|m| {
+            filter
+                .min_parameters
+                .is_none_or(|p| m.parameters as f64 >= p)
+        })
+        .filter(|m| {
+            filter
+                .max_parameters
+                .is_none_or(|p| m.parameters as f64 <= p)
+        })
         .filter(|m| q.as_deref().is_none_or(|q| m.id.contains(q)))
         .cloned()
         .collect();
-    let render_query = RenderQuery { format: filter.format, field: filter.field.clone() };
-    render::respond(&request, &render_query, &ModelList { count: models.len(), models }, "models")
+    let render_query = RenderQuery {
+        format: filter.format,
+        field: filter.field.clone(),
+    };
+    render::respond(
+        &request,
+        &render_query,
+        &ModelList {
+            count: models.len(),
+            models,
+        },
+        "models",
+    )
 }

@@ -18,7 +18,11 @@ pub const MEMORY_QUERY: &[Mapping] = &[
     ("lora_rank", "/lora/rank", Kind::Scalar),
     ("lora_alpha", "/lora/alpha", Kind::Scalar),
     ("lora_targets", "/lora/targets", Kind::List),
-    ("double_quantization", "/lora/double_quantization", Kind::Scalar),
+    (
+        "double_quantization",
+        "/lora/double_quantization",
+        Kind::Scalar,
+    ),
     ("virtual_tokens", "/virtual_tokens", Kind::Scalar),
     ("adapter_bottleneck", "/adapter_bottleneck", Kind::Scalar),
     ("trainable_layers", "/trainable_layers", Kind::Scalar),
@@ -27,22 +31,45 @@ pub const MEMORY_QUERY: &[Mapping] = &[
     ("micro_batch_size", "/micro_batch_size", Kind::Scalar),
     ("sequence_length", "/sequence_length", Kind::Scalar),
     ("max_sample_tokens", "/max_sample_tokens", Kind::Scalar),
-    ("gradient_checkpointing", "/gradient_checkpointing", Kind::Scalar),
+    (
+        "gradient_checkpointing",
+        "/gradient_checkpointing",
+        Kind::Scalar,
+    ),
     ("attention", "/attention", Kind::Text),
     ("gpu", "/gpu", Kind::Text),
     ("gpus", "/parallelism/gpus", Kind::Scalar),
     ("zero_stage", "/parallelism/zero_stage", Kind::Scalar),
-    ("offload_optimizer", "/parallelism/offload_optimizer", Kind::Scalar),
-    ("offload_parameters", "/parallelism/offload_parameters", Kind::Scalar),
-    ("tensor_parallel", "/parallelism/tensor_parallel", Kind::Scalar),
-    ("pipeline_parallel", "/parallelism/pipeline_parallel", Kind::Scalar),
+    (
+        "offload_optimizer",
+        "/parallelism/offload_optimizer",
+        Kind::Scalar,
+    ),
+    (
+        "offload_parameters",
+        "/parallelism/offload_parameters",
+        Kind::Scalar,
+    ),
+    (
+        "tensor_parallel",
+        "/parallelism/tensor_parallel",
+        Kind::Scalar,
+    ),
+    (
+        "pipeline_parallel",
+        "/parallelism/pipeline_parallel",
+        Kind::Scalar,
+    ),
     ("framework", "/framework", Kind::Text),
     ("optimizations", "/optimizations", Kind::List),
 ];
 
 /// Resolves a request and runs the estimator; the defaults used lead the assumptions.
 /// Shared by the HTTP handlers and the CLI.
-pub fn memory_answer(request: &MemoryRequest, catalog: &Catalog) -> Result<MemoryEstimate, ApiError> {
+pub fn memory_answer(
+    request: &MemoryRequest,
+    catalog: &Catalog,
+) -> Result<MemoryEstimate, ApiError> {
     let resolved = request.resolve(catalog)?;
     let mut answer = memory::estimate(&resolved.plan, &resolved.gpus);
     let mut assumptions = resolved.defaulted;
@@ -135,7 +162,10 @@ pub async fn memory_post(
         (status = 422, description = "Invalid or unknown query parameters", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn memory_get(request: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn memory_get(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
     let (value, render) = query::to_json(request.query_string(), MEMORY_QUERY)?;
     let body: MemoryRequest = from_json_value(value)?;
     let answer = memory_answer(&body, &state.catalog)?;

@@ -57,5 +57,7 @@ pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiErro
     TextEncoder::new()
         .encode(&state.metrics.registry.gather(), &mut buffer)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(buffer))
+    Ok(HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(buffer))
 }

@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::http::Method;
+use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, Error, HttpRequest, HttpResponse, web};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
@@ -37,7 +37,11 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(catalog: Arc<Catalog>, body_limit_bytes: usize) -> Self {
-        Self { catalog, metrics: Metrics::new(), body_limit_bytes }
+        Self {
+            catalog,
+            metrics: Metrics::new(),
+            body_limit_bytes,
+        }
     }
 }
 
@@ -52,20 +56,32 @@ impl Metrics {
     fn new() -> Self {
         let registry = Registry::new();
         let requests = IntCounterVec::new(
-            Opts::new("http_requests_total", "HTTP requests by method, route and status"),
+            Opts::new(
+                "http_requests_total",
+                "HTTP requests by method, route and status",
+            ),
             &["method", "route", "status"],
         )
         .unwrap_or_else(|_| unreachable!("static metric definition"));
         let duration = HistogramVec::new(
-            HistogramOpts::new("http_request_duration_seconds", "HTTP request latency by route")
-                .buckets(vec![0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0]),
+            HistogramOpts::new(
+                "http_request_duration_seconds",
+                "HTTP request latency by route",
+            )
+            .buckets(vec![
+                0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
+            ]),
             &["route"],
         )
         .unwrap_or_else(|_| unreachable!("static metric definition"));
         // Registering fresh, uniquely named collectors into a new registry cannot fail.
         let _ = registry.register(Box::new(requests.clone()));
         let _ = registry.register(Box::new(duration.clone()));
-        Self { registry, requests, duration }
+        Self {
+            registry,
+            requests,
+            duration,
+        }
     }
 }
 
@@ -80,7 +96,9 @@ fn request_id(request: &ServiceRequest) -> String {
         .filter(|id| {
             !id.is_empty()
                 && id.len() <= 64
-                && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
         })
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
@@ -100,13 +118,24 @@ async fn request_context(
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);
     }
-    let route = response.request().match_pattern().unwrap_or_else(|| "unmatched".into());
+    let route = response
+        .request()
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".into());
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
     if let Some(state) = state {
         let status_text = status.to_string();
-        state.metrics.requests.with_label_values(&[method.as_str(), &route, &status_text]).inc();
-        state.metrics.duration.with_label_values(&[&route]).observe(elapsed.as_secs_f64());
+        state
+            .metrics
+            .requests
+            .with_label_values(&[method.as_str(), &route, &status_text])
+            .inc();
+        state
+            .metrics
+            .duration
+            .with_label_values(&[&route])
+            .observe(elapsed.as_secs_f64());
     }
     // Health checks are polled constantly; keep them out of the access log.
     if !matches!(path.as_str(), "/livez" | "/readyz" | "/metrics") {
@@ -138,17 +167,34 @@ fn routes(config: &mut web::ServiceConfig) {
                 (Method::GET, web::get().to(estimates::memory_get)),
             ],
         ))
-        .service(resource("/v1/gpus", vec![(Method::GET, web::get().to(catalog::gpus))]))
-        .service(resource("/v1/models", vec![(Method::GET, web::get().to(catalog::models))]))
-        .service(resource("/livez", vec![(Method::GET, web::get().to(health::livez))]))
-        .service(resource("/readyz", vec![(Method::GET, web::get().to(health::readyz))]))
-        .service(resource("/metrics", vec![(Method::GET, web::get().to(health::metrics))]))
+        .service(resource(
+            "/v1/gpus",
+            vec![(Method::GET, web::get().to(catalog::gpus))],
+        ))
+        .service(resource(
+            "/v1/models",
+            vec![(Method::GET, web::get().to(catalog::models))],
+        ))
+        .service(resource(
+            "/livez",
+            vec![(Method::GET, web::get().to(health::livez))],
+        ))
+        .service(resource(
+            "/readyz",
+            vec![(Method::GET, web::get().to(health::readyz))],
+        ))
+        .service(resource(
+            "/metrics",
+            vec![(Method::GET, web::get().to(health::metrics))],
+        ))
         .service(resource(
             "/docs",
             vec![(
                 Method::GET,
                 web::get().to(|| async {
-                    HttpResponse::PermanentRedirect().insert_header(("Location", "/docs/")).finish()
+                    HttpResponse::PermanentRedirect()
+                        .insert_header(("Location", "/docs/"))
+                        .finish()
                 }),
             )],
         ))
@@ -177,6 +223,10 @@ pub fn app(
         .wrap(from_fn(request_context))
         .configure(routes)
         .default_service(web::to(|request: HttpRequest| async move {
-            Err::<HttpResponse, _>(ApiError::RouteNotFound(format!("{} {}", request.method(), request.path())))
+            Err::<HttpResponse, _>(ApiError::RouteNotFound(format!(
+                "{} {}",
+                request.method(),
+                request.path()
+            )))
         }))
 }

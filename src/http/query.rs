@@ -34,7 +34,10 @@ pub fn to_json(query: &str, mappings: &[Mapping]) -> Result<(Value, RenderQuery)
                 "json" => render.format = Some(Format::Json),
                 "csv" => render.format = Some(Format::Csv),
                 "text" => render.format = Some(Format::Text),
-                other => errors.push(FieldError::new("/query/format", format!("unknown format {other:?}; expected one of json, csv, text"))),
+                other => errors.push(FieldError::new(
+                    "/query/format",
+                    format!("unknown format {other:?}; expected one of json, csv, text"),
+                )),
             },
             "field" => render.field = Some(raw),
             _ => match mappings.iter().find(|(name, _, _)| *name == key) {
@@ -43,13 +46,21 @@ pub fn to_json(query: &str, mappings: &[Mapping]) -> Result<(Value, RenderQuery)
                     format!("/query/{key}"),
                     format!(
                         "unknown query parameter; accepted: {}, format, field",
-                        mappings.iter().map(|(name, _, _)| *name).collect::<Vec<_>>().join(", ")
+                        mappings
+                            .iter()
+                            .map(|(name, _, _)| *name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 )),
             },
         }
     }
-    if errors.is_empty() { Ok((root, render)) } else { Err(ApiError::Invalid(errors)) }
+    if errors.is_empty() {
+        Ok((root, render))
+    } else {
+        Err(ApiError::Invalid(errors))
+    }
 }
 
 fn convert(raw: &str, kind: Kind) -> Value {
@@ -60,7 +71,11 @@ fn convert(raw: &str, kind: Kind) -> Value {
                 Value::from(n)
             } else if let Ok(n) = raw.parse::<i64>() {
                 Value::from(n)
-            } else if let Some(n) = raw.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+            } else if let Some(n) = raw
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+            {
                 Value::Number(n)
             } else if let Ok(b) = raw.parse::<bool>() {
                 Value::Bool(b)
@@ -68,9 +83,15 @@ fn convert(raw: &str, kind: Kind) -> Value {
                 Value::String(raw.to_string())
             }
         }
-        Kind::List if !raw.contains(',') && raw.starts_with("all_") => Value::String(raw.to_string()),
+        Kind::List if !raw.contains(',') && raw.starts_with("all_") => {
+            Value::String(raw.to_string())
+        }
         Kind::List => Value::Array(
-            raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| Value::String(s.into())).collect(),
+            raw.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| Value::String(s.into()))
+                .collect(),
         ),
     }
 }
@@ -88,7 +109,9 @@ fn insert(root: &mut Value, pointer: &str, value: Value) {
             map.insert((*key).to_string(), value);
             return;
         }
-        node = map.entry((*key).to_string()).or_insert_with(|| Value::Object(Map::new()));
+        node = map
+            .entry((*key).to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
     }
 }
 
@@ -106,14 +129,23 @@ mod tests {
 
     #[test]
     fn nested_pointers_numbers_and_lists() {
-        let (value, render) = to_json("parameters=7e9&gpus=4&lora_targets=q_proj,v_proj&format=csv", MAP).unwrap();
-        assert_eq!(value, json!({"model": {"parameters": 7e9}, "parallelism": {"gpus": 4}, "lora": {"targets": ["q_proj", "v_proj"]}}));
+        let (value, render) = to_json(
+            "parameters=7e9&gpus=4&lora_targets=q_proj,v_proj&format=csv",
+            MAP,
+        )
+        .unwrap();
+        assert_eq!(
+            value,
+            json!({"model": {"parameters": 7e9}, "parallelism": {"gpus": 4}, "lora": {"targets": ["q_proj", "v_proj"]}})
+        );
         assert_eq!(render.format, Some(Format::Csv));
     }
 
     #[test]
     fn unknown_keys_are_named() {
-        let Err(ApiError::Invalid(errors)) = to_json("gpuz=4", MAP) else { panic!() };
+        let Err(ApiError::Invalid(errors)) = to_json("gpuz=4", MAP) else {
+            panic!()
+        };
         assert_eq!(errors[0].pointer, "/query/gpuz");
         assert!(errors[0].message.contains("gpus"));
     }

@@ -43,12 +43,17 @@ pub fn respond<T: Serialize>(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|accept| accept.contains("text/csv"));
-    let format = render.format.unwrap_or(if wants_csv { Format::Csv } else { Format::Json });
+    let format = render
+        .format
+        .unwrap_or(if wants_csv { Format::Csv } else { Format::Json });
     match format {
         Format::Json => Ok(HttpResponse::Ok().json(answer)),
         Format::Csv => {
-            let value = serde_json::to_value(answer).map_err(|e| ApiError::Internal(e.to_string()))?;
-            Ok(HttpResponse::Ok().content_type("text/csv; charset=utf-8").body(csv(&value, rows)?))
+            let value =
+                serde_json::to_value(answer).map_err(|e| ApiError::Internal(e.to_string()))?;
+            Ok(HttpResponse::Ok()
+                .content_type("text/csv; charset=utf-8")
+                .body(csv(&value, rows)?))
         }
         Format::Text => {
             let Some(field) = render.field.as_deref() else {
@@ -57,7 +62,8 @@ pub fn respond<T: Serialize>(
                     "format=text needs field, e.g. field=per_gpu.total_gib",
                 )]));
             };
-            let value = serde_json::to_value(answer).map_err(|e| ApiError::Internal(e.to_string()))?;
+            let value =
+                serde_json::to_value(answer).map_err(|e| ApiError::Internal(e.to_string()))?;
             let found = field
                 .split('.')
                 .try_fold(&value, |v, key| match v {
@@ -65,14 +71,19 @@ pub fn respond<T: Serialize>(
                     _ => v.get(key),
                 })
                 .ok_or_else(|| {
-                    ApiError::Invalid(vec![FieldError::new("/field", format!("no value at {field:?} in this answer"))])
+                    ApiError::Invalid(vec![FieldError::new(
+                        "/field",
+                        format!("no value at {field:?} in this answer"),
+                    )])
                 })?;
             let text = match found {
                 Value::String(s) => s.clone(),
                 Value::Null => String::new(),
                 other => other.to_string(),
             };
-            Ok(HttpResponse::Ok().content_type("text/plain; charset=utf-8").body(text))
+            Ok(HttpResponse::Ok()
+                .content_type("text/plain; charset=utf-8")
+                .body(text))
         }
     }
 }
@@ -82,7 +93,11 @@ fn flatten(prefix: &str, value: &Value, skip: &str, out: &mut Vec<(String, Value
     match value {
         Value::Object(map) => {
             for (key, inner) in map {
-                let name = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                let name = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
                 if name != skip {
                     flatten(&name, inner, skip, out);
                 }
@@ -110,7 +125,9 @@ fn cell(value: &Value) -> String {
 fn escape(value: &Value) -> String {
     let text = cell(value);
     match value {
-        Value::String(_) if text.starts_with(['=', '+', '-', '@', '\t', '\r']) => format!("'{text}"),
+        Value::String(_) if text.starts_with(['=', '+', '-', '@', '\t', '\r']) => {
+            format!("'{text}")
+        }
         _ => text,
     }
 }
@@ -130,13 +147,21 @@ fn csv(value: &Value, rows: &str) -> Result<String, ApiError> {
         _ => vec![Vec::new()],
     };
     let mut writer = csv::Writer::from_writer(Vec::new());
-    let header: Vec<&str> = row_values[0].iter().chain(&common).map(|(k, _)| k.as_str()).collect();
+    let header: Vec<&str> = row_values[0]
+        .iter()
+        .chain(&common)
+        .map(|(k, _)| k.as_str())
+        .collect();
     let internal = |e: csv::Error| ApiError::Internal(e.to_string());
     writer.write_record(&header).map_err(internal)?;
     for row in &row_values {
-        writer.write_record(row.iter().chain(&common).map(|(_, v)| escape(v))).map_err(internal)?;
+        writer
+            .write_record(row.iter().chain(&common).map(|(_, v)| escape(v)))
+            .map_err(internal)?;
     }
-    let bytes = writer.into_inner().map_err(|e| ApiError::Internal(e.to_string()))?;
+    let bytes = writer
+        .into_inner()
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
     String::from_utf8(bytes).map_err(|e| ApiError::Internal(e.to_string()))
 }
 

@@ -70,13 +70,22 @@ fn targets(text: Option<&str>) -> Targets {
 fn plan(row: &Row, catalog: &Catalog) -> (MemoryPlan, String) {
     let extras: Vec<&str> = row.extras.as_deref().unwrap_or("").split(';').collect();
     let has = |x: &str| extras.contains(&x);
-    let model = catalog.model(&row.model).unwrap_or_else(|| panic!("{}: model", row.id));
+    let model = catalog
+        .model(&row.model)
+        .unwrap_or_else(|| panic!("{}: model", row.id));
     let rank = row.lora_rank.unwrap_or(8);
     let lora_targets = targets(row.lora_targets.as_deref());
     let method = match row.method.as_str() {
         "full" => Method::Full,
-        "lora" => Method::Lora { rank, targets: lora_targets },
-        "qlora" => Method::Qlora { rank, targets: lora_targets, double_quantization: has("nested_quant") },
+        "lora" => Method::Lora {
+            rank,
+            targets: lora_targets,
+        },
+        "qlora" => Method::Qlora {
+            rank,
+            targets: lora_targets,
+            double_quantization: has("nested_quant"),
+        },
         other => panic!("{}: method {other}", row.id),
     };
     // Sources that name no framework of the list: fitcheck measures HF Trainer + PEFT
@@ -113,9 +122,18 @@ fn plan(row: &Row, catalog: &Catalog) -> (MemoryPlan, String) {
     let mut optimizations = Vec::new();
     for (extra, optimization) in [
         ("compile", trainplan::estimate::Optimization::TorchCompile),
-        ("chunked_ce", trainplan::estimate::Optimization::ChunkedCrossEntropy),
-        ("optimizer_in_backward", trainplan::estimate::Optimization::OptimizerInBackward),
-        ("activation_offload", trainplan::estimate::Optimization::ActivationOffloading),
+        (
+            "chunked_ce",
+            trainplan::estimate::Optimization::ChunkedCrossEntropy,
+        ),
+        (
+            "optimizer_in_backward",
+            trainplan::estimate::Optimization::OptimizerInBackward,
+        ),
+        (
+            "activation_offload",
+            trainplan::estimate::Optimization::ActivationOffloading,
+        ),
     ] {
         if has(extra) {
             optimizations.push(optimization);
@@ -147,7 +165,13 @@ fn plan(row: &Row, catalog: &Catalog) -> (MemoryPlan, String) {
         // (`disable_gradient_checkpointing: false`) and of torchtune's configs
         // (`enable_activation_checkpointing: True`).
         gradient_checkpointing: row.gradient_checkpointing.as_deref() != Some("no"),
-        attention: if has("eager_attention") || row.source.contains("(S1)") { Attention::Eager } else if row.framework == "hf_trainer" && !has("flash_attn") { Attention::Sdpa } else { Attention::Flash },
+        attention: if has("eager_attention") || row.source.contains("(S1)") {
+            Attention::Eager
+        } else if row.framework == "hf_trainer" && !has("flash_attn") {
+            Attention::Sdpa
+        } else {
+            Attention::Flash
+        },
         parallelism: Parallelism {
             gpus: row.gpus,
             zero_stage,
@@ -160,7 +184,11 @@ fn plan(row: &Row, catalog: &Catalog) -> (MemoryPlan, String) {
         optimizations: Optimizations::from_list(&optimizations),
     };
     // "a100" rows do not state the memory size; the estimate does not depend on it.
-    let gpu = if row.gpu == "a100" { "a100-80gb".to_string() } else { row.gpu.clone() };
+    let gpu = if row.gpu == "a100" {
+        "a100-80gb".to_string()
+    } else {
+        row.gpu.clone()
+    };
     (plan, gpu)
 }
 
@@ -181,7 +209,9 @@ fn run() -> Vec<Outcome> {
         .map(|row| {
             let row = row.unwrap();
             let (plan, gpu) = plan(&row, &catalog);
-            let gpu = catalog.gpu(&gpu).unwrap_or_else(|| panic!("{}: gpu {gpu}", row.id));
+            let gpu = catalog
+                .gpu(&gpu)
+                .unwrap_or_else(|| panic!("{}: gpu {gpu}", row.id));
             let b = Prepared::new(&plan).breakdown(plan.parallelism.gpus, plan.micro_batch_size);
             // Like with like: allocated and active are tensor bytes; reserved adds the
             // allocator cache; nvidia-smi adds the CUDA context. An unstated metric is
@@ -206,8 +236,12 @@ fn run() -> Vec<Outcome> {
                 usable_bytes: gpu.memory_bytes_usable as f64,
                 detail: format!(
                     "w {:.1} g {:.1} o {:.1} ad {:.2} act {:.1} lg {:.1} ph {:?}",
-                    b.weights / 1073741824.0, b.gradients / 1073741824.0, b.optimizer / 1073741824.0,
-                    b.adapter / 1073741824.0, b.activations / 1073741824.0, b.logits / 1073741824.0,
+                    b.weights / 1073741824.0,
+                    b.gradients / 1073741824.0,
+                    b.optimizer / 1073741824.0,
+                    b.adapter / 1073741824.0,
+                    b.activations / 1073741824.0,
+                    b.logits / 1073741824.0,
                     b.phases.map(|p| (p / 1073741824.0 * 10.0).round() / 10.0)
                 ),
             }
@@ -217,15 +251,25 @@ fn run() -> Vec<Outcome> {
 
 fn median(sorted: &[f64]) -> f64 {
     let n = sorted.len();
-    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
 }
 
 #[test]
 fn accuracy_memory_report() {
     let outcomes = run();
     let gib = 1024.0_f64.powi(3);
-    println!("\nmemory accuracy on memory-calibration.csv ({} rows)", outcomes.len());
-    println!("{:<6} {:<14} {:>12} {:>12} {:>8}", "row", "metric", "measured GiB", "predicted GiB", "error");
+    println!(
+        "\nmemory accuracy on memory-calibration.csv ({} rows)",
+        outcomes.len()
+    );
+    println!(
+        "{:<6} {:<14} {:>12} {:>12} {:>8}",
+        "row", "metric", "measured GiB", "predicted GiB", "error"
+    );
     let mut errors = Vec::new();
     let mut oom_failures = Vec::new();
     for o in &outcomes {
@@ -235,14 +279,22 @@ fn accuracy_memory_report() {
                 errors.push(error);
                 println!(
                     "{:<6} {:<14} {:>12.2} {:>12.2} {:>+7.1}%  {}",
-                    o.id, o.metric, measured / gib, o.predicted_bytes / gib, error * 100.0, o.detail
+                    o.id,
+                    o.metric,
+                    measured / gib,
+                    o.predicted_bytes / gib,
+                    error * 100.0,
+                    o.detail
                 );
             }
             None => {
                 let fits = o.predicted_bytes <= o.usable_bytes;
                 println!(
                     "{:<6} {:<14} {:>12} {:>12.2} {:>8}",
-                    o.id, o.metric, "OOM", o.predicted_bytes / gib,
+                    o.id,
+                    o.metric,
+                    "OOM",
+                    o.predicted_bytes / gib,
                     if fits { "MISSED" } else { "ok" }
                 );
                 if fits {
@@ -263,15 +315,26 @@ fn accuracy_memory_report() {
         worst * 100.0,
         percentile(0.1) * 100.0,
         percentile(0.9) * 100.0,
-        if oom_failures.is_empty() { "all".to_string() } else { format!("missed {oom_failures:?}") }
+        if oom_failures.is_empty() {
+            "all".to_string()
+        } else {
+            format!("missed {oom_failures:?}")
+        }
     );
     // The design's target for the median.
-    assert!(median(&absolute) <= 0.10, "median |error| above the 10 % target");
+    assert!(
+        median(&absolute) <= 0.10,
+        "median |error| above the 10 % target"
+    );
     // The 25 % worst-case target is not met yet (rows whose real sequence lengths the
     // sources do not give, see the closing notes); this guards against regressions.
     assert!(worst <= 1.10, "worst |error| regressed past 110 %");
     // Every out-of-memory row must be predicted within 5 % of its GPU's usable memory.
     for o in outcomes.iter().filter(|o| o.measured_bytes.is_none()) {
-        assert!(o.predicted_bytes >= 0.95 * o.usable_bytes, "{} predicted far below the OOM line", o.id);
+        assert!(
+            o.predicted_bytes >= 0.95 * o.usable_bytes,
+            "{} predicted far below the OOM line",
+            o.id
+        );
     }
 }

@@ -24,51 +24,278 @@ fn cases() -> Vec<(&'static str, Body, u16, &'static str)> {
         Json(body)
     };
     vec![
-        ("broken JSON", Raw("application/json", "{\"model\": ".into()), 400, "not valid JSON"),
-        ("not JSON at all", Raw("application/json", "model=llama".into()), 400, "not valid JSON"),
-        ("form content type", Raw("application/x-www-form-urlencoded", "{}".into()), 415, "application/json"),
-        ("xml content type", Raw("application/xml", "<model/>".into()), 415, "application/json"),
-        ("huge body", Raw("application/json", format!("{{\"model\": \"{}\"}}", "x".repeat(BODY_LIMIT + 10))), 413, "limit"),
-        ("empty object", Json(json!({})), 422, "missing field `model`"),
+        (
+            "broken JSON",
+            Raw("application/json", "{\"model\": ".into()),
+            400,
+            "not valid JSON",
+        ),
+        (
+            "not JSON at all",
+            Raw("application/json", "model=llama".into()),
+            400,
+            "not valid JSON",
+        ),
+        (
+            "form content type",
+            Raw("application/x-www-form-urlencoded", "{}".into()),
+            415,
+            "application/json",
+        ),
+        (
+            "xml content type",
+            Raw("application/xml", "<model/>".into()),
+            415,
+            "application/json",
+        ),
+        (
+            "huge body",
+            Raw(
+                "application/json",
+                format!("{{\"model\": \"{}\"}}", "x".repeat(BODY_LIMIT + 10)),
+            ),
+            413,
+            "limit",
+        ),
+        (
+            "empty object",
+            Json(json!({})),
+            422,
+            "missing field `model`",
+        ),
         ("array body", Json(json!([1, 2])), 422, "\"pointer\":\"/0\""),
-        ("unknown field", m(json!({"batch": 4})), 422, "unknown field `batch`"),
-        ("unknown method", m(json!({"method": "dora"})), 422, "expected one of `full`, `lora`"),
-        ("unknown precision", m(json!({"precision": "int4"})), 422, "`amp_bf16`"),
-        ("unknown optimizer", m(json!({"optimizer": "adam"})), 422, "`adamw_8bit`"),
-        ("unknown attention", m(json!({"attention": "xformers"})), 422, "`flash`, `sdpa`, `eager`"),
-        ("unknown framework", m(json!({"framework": "jax"})), 422, "`hf_trainer`"),
-        ("unknown optimization", m(json!({"optimizations": ["magic"]})), 422, "`chunked_cross_entropy`"),
-        ("string batch", m(json!({"micro_batch_size": "four"})), 422, "/micro_batch_size"),
-        ("negative batch", m(json!({"micro_batch_size": -1})), 422, "/micro_batch_size"),
-        ("zero batch", m(json!({"micro_batch_size": 0})), 422, "between 1 and"),
-        ("fractional batch", m(json!({"micro_batch_size": 1.5})), 422, "/micro_batch_size"),
-        ("zero sequence", m(json!({"sequence_length": 0})), 422, "/sequence_length"),
-        ("sequence above 10^7", m(json!({"sequence_length": 10_000_001u64})), 422, "/sequence_length"),
-        ("zero GPUs", m(json!({"parallelism": {"gpus": 0}})), 422, "/parallelism/gpus"),
-        ("fleet above the cap", m(json!({"parallelism": {"gpus": 100_000}})), 422, "/parallelism/gpus"),
-        ("ZeRO stage 4", m(json!({"parallelism": {"zero_stage": 4}})), 422, "must be one of 0, 1, 2, 3"),
-        ("GPUs not a multiple of TP", m(json!({"parallelism": {"gpus": 3, "tensor_parallel": 2}})), 422, "multiple of tensor_parallel"),
-        ("parameter offload below stage 3", m(json!({"parallelism": {"zero_stage": 2, "offload_parameters": true}})), 422, "zero_stage 3"),
-        ("unknown parallelism field", m(json!({"parallelism": {"gpu": 2}})), 422, "/parallelism/gpu"),
-        ("LoRA rank 0", m(json!({"method": "lora", "lora": {"rank": 0}})), 422, "/lora/rank"),
-        ("LoRA settings without LoRA", m(json!({"lora": {"rank": 8}})), 422, "only for method lora"),
-        ("unknown LoRA target", m(json!({"method": "lora", "lora": {"targets": ["qkv"]}})), 422, "/lora/targets"),
-        ("empty LoRA targets", m(json!({"method": "lora", "lora": {"targets": []}})), 422, "at least one"),
-        ("double quantisation on LoRA", m(json!({"method": "lora", "lora": {"double_quantization": true}})), 422, "only for method qlora"),
-        ("virtual tokens on full", m(json!({"virtual_tokens": 20})), 422, "prefix_tuning"),
-        ("10^15 parameters", Json(json!({"model": {"parameters": 1e15}})), 422, "/model/parameters"),
-        ("negative parameters", Json(json!({"model": {"parameters": -7e9}})), 422, "/model/parameters"),
-        ("model as a number", Json(json!({"model": 7})), 422, "catalog id string"),
-        ("two model forms", Json(json!({"model": {"parameters": 7e9, "hf_config": {}}})), 422, "exactly one"),
-        ("unknown model form", Json(json!({"model": {"repo": "meta-llama/Llama-2-7b"}})), 422, "unknown model form"),
-        ("architecture missing a field", Json(json!({"model": {"architecture": {"layers": 2}}})), 422, "missing field"),
-        ("architecture with bad GQA", Json(json!({"model": {"architecture": {"layers": 2, "hidden": 64, "heads": 8, "kv_heads": 3, "intermediate": 128, "vocab": 100, "tied_embeddings": true}}})), 422, "/model/architecture/kv_heads"),
-        ("HF config of an unknown family", Json(json!({"model": {"hf_config": {"model_type": "rwkv"}}})), 422, "supported: llama"),
-        ("HF config missing sizes", Json(json!({"model": {"hf_config": {"model_type": "llama", "hidden_size": 4096}}})), 422, "/model/hf_config/num_hidden_layers"),
-        ("HF config with a negative size", Json(json!({"model": {"hf_config": {"model_type": "mistral", "num_hidden_layers": -1}}})), 422, "positive integer"),
-        ("unknown model id", Json(json!({"model": "lama-3-8b"})), 404, "llama-3-8b"),
-        ("unknown GPU id", m(json!({"gpu": "a100-80"})), 404, "a100-80gb"),
-        ("max sample above the sequence", m(json!({"max_sample_tokens": 5000, "sequence_length": 4096})), 422, "/max_sample_tokens"),
+        (
+            "unknown field",
+            m(json!({"batch": 4})),
+            422,
+            "unknown field `batch`",
+        ),
+        (
+            "unknown method",
+            m(json!({"method": "dora"})),
+            422,
+            "expected one of `full`, `lora`",
+        ),
+        (
+            "unknown precision",
+            m(json!({"precision": "int4"})),
+            422,
+            "`amp_bf16`",
+        ),
+        (
+            "unknown optimizer",
+            m(json!({"optimizer": "adam"})),
+            422,
+            "`adamw_8bit`",
+        ),
+        (
+            "unknown attention",
+            m(json!({"attention": "xformers"})),
+            422,
+            "`flash`, `sdpa`, `eager`",
+        ),
+        (
+            "unknown framework",
+            m(json!({"framework": "jax"})),
+            422,
+            "`hf_trainer`",
+        ),
+        (
+            "unknown optimization",
+            m(json!({"optimizations": ["magic"]})),
+            422,
+            "`chunked_cross_entropy`",
+        ),
+        (
+            "string batch",
+            m(json!({"micro_batch_size": "four"})),
+            422,
+            "/micro_batch_size",
+        ),
+        (
+            "negative batch",
+            m(json!({"micro_batch_size": -1})),
+            422,
+            "/micro_batch_size",
+        ),
+        (
+            "zero batch",
+            m(json!({"micro_batch_size": 0})),
+            422,
+            "between 1 and",
+        ),
+        (
+            "fractional batch",
+            m(json!({"micro_batch_size": 1.5})),
+            422,
+            "/micro_batch_size",
+        ),
+        (
+            "zero sequence",
+            m(json!({"sequence_length": 0})),
+            422,
+            "/sequence_length",
+        ),
+        (
+            "sequence above 10^7",
+            m(json!({"sequence_length": 10_000_001u64})),
+            422,
+            "/sequence_length",
+        ),
+        (
+            "zero GPUs",
+            m(json!({"parallelism": {"gpus": 0}})),
+            422,
+            "/parallelism/gpus",
+        ),
+        (
+            "fleet above the cap",
+            m(json!({"parallelism": {"gpus": 100_000}})),
+            422,
+            "/parallelism/gpus",
+        ),
+        (
+            "ZeRO stage 4",
+            m(json!({"parallelism": {"zero_stage": 4}})),
+            422,
+            "must be one of 0, 1, 2, 3",
+        ),
+        (
+            "GPUs not a multiple of TP",
+            m(json!({"parallelism": {"gpus": 3, "tensor_parallel": 2}})),
+            422,
+            "multiple of tensor_parallel",
+        ),
+        (
+            "parameter offload below stage 3",
+            m(json!({"parallelism": {"zero_stage": 2, "offload_parameters": true}})),
+            422,
+            "zero_stage 3",
+        ),
+        (
+            "unknown parallelism field",
+            m(json!({"parallelism": {"gpu": 2}})),
+            422,
+            "/parallelism/gpu",
+        ),
+        (
+            "LoRA rank 0",
+            m(json!({"method": "lora", "lora": {"rank": 0}})),
+            422,
+            "/lora/rank",
+        ),
+        (
+            "LoRA settings without LoRA",
+            m(json!({"lora": {"rank": 8}})),
+            422,
+            "only for method lora",
+        ),
+        (
+            "unknown LoRA target",
+            m(json!({"method": "lora", "lora": {"targets": ["qkv"]}})),
+            422,
+            "/lora/targets",
+        ),
+        (
+            "empty LoRA targets",
+            m(json!({"method": "lora", "lora": {"targets": []}})),
+            422,
+            "at least one",
+        ),
+        (
+            "double quantisation on LoRA",
+            m(json!({"method": "lora", "lora": {"double_quantization": true}})),
+            422,
+            "only for method qlora",
+        ),
+        (
+            "virtual tokens on full",
+            m(json!({"virtual_tokens": 20})),
+            422,
+            "prefix_tuning",
+        ),
+        (
+            "10^15 parameters",
+            Json(json!({"model": {"parameters": 1e15}})),
+            422,
+            "/model/parameters",
+        ),
+        (
+            "negative parameters",
+            Json(json!({"model": {"parameters": -7e9}})),
+            422,
+            "/model/parameters",
+        ),
+        (
+            "model as a number",
+            Json(json!({"model": 7})),
+            422,
+            "catalog id string",
+        ),
+        (
+            "two model forms",
+            Json(json!({"model": {"parameters": 7e9, "hf_config": {}}})),
+            422,
+            "exactly one",
+        ),
+        (
+            "unknown model form",
+            Json(json!({"model": {"repo": "meta-llama/Llama-2-7b"}})),
+            422,
+            "unknown model form",
+        ),
+        (
+            "architecture missing a field",
+            Json(json!({"model": {"architecture": {"layers": 2}}})),
+            422,
+            "missing field",
+        ),
+        (
+            "architecture with bad GQA",
+            Json(
+                json!({"model": {"architecture": {"layers": 2, "hidden": 64, "heads": 8, "kv_heads": 3, "intermediate": 128, "vocab": 100, "tied_embeddings": true}}}),
+            ),
+            422,
+            "/model/architecture/kv_heads",
+        ),
+        (
+            "HF config of an unknown family",
+            Json(json!({"model": {"hf_config": {"model_type": "rwkv"}}})),
+            422,
+            "supported: llama",
+        ),
+        (
+            "HF config missing sizes",
+            Json(json!({"model": {"hf_config": {"model_type": "llama", "hidden_size": 4096}}})),
+            422,
+            "/model/hf_config/num_hidden_layers",
+        ),
+        (
+            "HF config with a negative size",
+            Json(
+                json!({"model": {"hf_config": {"model_type": "mistral", "num_hidden_layers": -1}}}),
+            ),
+            422,
+            "positive integer",
+        ),
+        (
+            "unknown model id",
+            Json(json!({"model": "lama-3-8b"})),
+            404,
+            "llama-3-8b",
+        ),
+        (
+            "unknown GPU id",
+            m(json!({"gpu": "a100-80"})),
+            404,
+            "a100-80gb",
+        ),
+        (
+            "max sample above the sequence",
+            m(json!({"max_sample_tokens": 5000, "sequence_length": 4096})),
+            422,
+            "/max_sample_tokens",
+        ),
     ]
 }
 
@@ -78,28 +305,67 @@ async fn malformed_requests_get_problem_json_not_5xx() {
     assert!(cases.len() >= 30);
     for (what, body, status, needle) in cases {
         let request = match body {
-            Body::Json(value) => TestRequest::post().uri(MEMORY).insert_header(("content-type", "application/json")).set_payload(value.to_string()),
-            Body::Raw(content_type, text) => TestRequest::post().uri(MEMORY).insert_header(("content-type", content_type)).set_payload(text),
+            Body::Json(value) => TestRequest::post()
+                .uri(MEMORY)
+                .insert_header(("content-type", "application/json"))
+                .set_payload(value.to_string()),
+            Body::Raw(content_type, text) => TestRequest::post()
+                .uri(MEMORY)
+                .insert_header(("content-type", content_type))
+                .set_payload(text),
         };
         let reply = call(request).await;
         assert_eq!(reply.status, status, "{what}: {}", reply.text());
         assert_eq!(reply.content_type, "application/problem+json", "{what}");
         let problem = reply.json();
         assert_eq!(problem["status"], status, "{what}");
-        assert!(problem["type"].as_str().unwrap().starts_with("urn:trainplan:problem:"), "{what}");
-        assert!(!problem["request_id"].as_str().unwrap().is_empty(), "{what}");
-        assert!(reply.text().contains(needle), "{what}: {needle:?} not in {}", reply.text());
+        assert!(
+            problem["type"]
+                .as_str()
+                .unwrap()
+                .starts_with("urn:trainplan:problem:"),
+            "{what}"
+        );
+        assert!(
+            !problem["request_id"].as_str().unwrap().is_empty(),
+            "{what}"
+        );
+        assert!(
+            reply.text().contains(needle),
+            "{what}: {needle:?} not in {}",
+            reply.text()
+        );
     }
 }
 
 #[actix_web::test]
 async fn bad_query_strings_and_methods_and_routes() {
     let cases = [
-        ("/v1/estimates/memory?model=llama-2-7b&gpuz=2", 422, "/query/gpuz"),
-        ("/v1/estimates/memory?model=llama-2-7b&gpus=two", 422, "/parallelism/gpus"),
-        ("/v1/estimates/memory?model=llama-2-7b&format=xml", 422, "json, csv, text"),
-        ("/v1/estimates/memory?model=llama-2-7b&format=text", 422, "needs field"),
-        ("/v1/estimates/memory?model=llama-2-7b&format=text&field=per_gpu.nothing", 422, "no value"),
+        (
+            "/v1/estimates/memory?model=llama-2-7b&gpuz=2",
+            422,
+            "/query/gpuz",
+        ),
+        (
+            "/v1/estimates/memory?model=llama-2-7b&gpus=two",
+            422,
+            "/parallelism/gpus",
+        ),
+        (
+            "/v1/estimates/memory?model=llama-2-7b&format=xml",
+            422,
+            "json, csv, text",
+        ),
+        (
+            "/v1/estimates/memory?model=llama-2-7b&format=text",
+            422,
+            "needs field",
+        ),
+        (
+            "/v1/estimates/memory?model=llama-2-7b&format=text&field=per_gpu.nothing",
+            422,
+            "no value",
+        ),
         ("/v1/estimates/memory", 422, "missing field `model`"),
         ("/v1/gpus?min_memory_gib=lots", 422, "/query"),
         ("/v1/models?colour=red", 422, "/query"),
@@ -109,7 +375,11 @@ async fn bad_query_strings_and_methods_and_routes() {
         let reply = call(TestRequest::get().uri(uri)).await;
         assert_eq!(reply.status, status, "{uri}: {}", reply.text());
         assert_eq!(reply.content_type, "application/problem+json", "{uri}");
-        assert!(reply.text().contains(needle), "{uri}: {needle:?} not in {}", reply.text());
+        assert!(
+            reply.text().contains(needle),
+            "{uri}: {needle:?} not in {}",
+            reply.text()
+        );
     }
     let reply = call(TestRequest::delete().uri(MEMORY)).await;
     assert_eq!(reply.status, 405);

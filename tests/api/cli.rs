@@ -12,13 +12,26 @@ fn estimate_memory_prints_the_api_answer_for_a_plan_file() {
     std::fs::create_dir_all(&directory).unwrap();
     let plan = directory.join("plan.json");
     std::fs::write(&plan, r#"{"model": {"parameters": 7e9}, "parallelism": {"gpus": 4, "zero_stage": 3}, "gpu": "a100-80gb"}"#).unwrap();
-    let output = trainplan().args(["estimate", "memory", "--plan"]).arg(&plan).output().unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = trainplan()
+        .args(["estimate", "memory", "--plan"])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(answer["per_gpu"]["model_states_bytes"], 28_000_000_000u64);
 
     std::fs::write(&plan, r#"{"model": "llama-2-7b", "micro_batch_size": 0}"#).unwrap();
-    let output = trainplan().args(["estimate", "memory", "--plan"]).arg(&plan).output().unwrap();
+    let output = trainplan()
+        .args(["estimate", "memory", "--plan"])
+        .arg(&plan)
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("/micro_batch_size"));
     std::fs::remove_dir_all(&directory).unwrap();
@@ -28,7 +41,10 @@ fn estimate_memory_prints_the_api_answer_for_a_plan_file() {
 fn openapi_subcommand_prints_the_committed_spec() {
     let output = trainplan().arg("openapi").output().unwrap();
     assert_eq!(output.status.code(), Some(0));
-    assert_eq!(String::from_utf8(output.stdout).unwrap(), include_str!("../../openapi/openapi.json"));
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        include_str!("../../openapi/openapi.json")
+    );
 }
 
 #[test]
@@ -40,21 +56,27 @@ fn serve_on_port_zero_logs_the_chosen_address_and_answers() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Drain stderr on a thread for the child's whole life, passing on the address line.
     let stderr = child.stderr.take().unwrap();
-    let mut address = None;
-    for line in BufReader::new(stderr).lines().take(20) {
-        let line = line.unwrap();
-        if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) {
-            if let Some(a) = event["address"].as_str() {
-                address = Some(a.to_string());
-                break;
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line)
+                && let Some(a) = event["address"].as_str()
+            {
+                let _ = sender.send(a.to_string());
             }
         }
-    }
+    });
+    let address = receiver
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .ok();
     let address = address.expect("a JSON log line with the listen address");
     assert!(!address.ends_with(":0"));
     let mut stream = std::net::TcpStream::connect(&address).unwrap();
-    stream.write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    stream
+        .write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     child.kill().unwrap();

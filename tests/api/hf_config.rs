@@ -11,12 +11,39 @@ fn every_fixture_parses_to_its_catalog_architecture() {
     for entry in std::fs::read_dir(directory).unwrap() {
         let path = entry.unwrap().path();
         let id = path.file_stem().unwrap().to_str().unwrap().to_string();
-        let config: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        let parsed = hf_config::parse(&config, "/model/hf_config").unwrap_or_else(|e| panic!("{id}: {e:?}"));
-        let expected = &catalog.model(&id).unwrap_or_else(|| panic!("{id} not in the catalog")).architecture;
-        assert_eq!(parsed.total_parameters(), expected.total_parameters(), "{id}");
-        assert_eq!((parsed.layers, parsed.hidden, parsed.kv_heads, parsed.head_dim), (expected.layers, expected.hidden, expected.kv_heads, expected.head_dim), "{id}");
-        assert_eq!(parsed.moe.map(|m| m.experts), expected.moe.map(|m| m.experts), "{id}");
+        let config: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let parsed =
+            hf_config::parse(&config, "/model/hf_config").unwrap_or_else(|e| panic!("{id}: {e:?}"));
+        let expected = &catalog
+            .model(&id)
+            .unwrap_or_else(|| panic!("{id} not in the catalog"))
+            .architecture;
+        assert_eq!(
+            parsed.total_parameters(),
+            expected.total_parameters(),
+            "{id}"
+        );
+        assert_eq!(
+            (
+                parsed.layers,
+                parsed.hidden,
+                parsed.kv_heads,
+                parsed.head_dim
+            ),
+            (
+                expected.layers,
+                expected.hidden,
+                expected.kv_heads,
+                expected.head_dim
+            ),
+            "{id}"
+        );
+        assert_eq!(
+            parsed.moe.map(|m| m.experts),
+            expected.moe.map(|m| m.experts),
+            "{id}"
+        );
         checked += 1;
     }
     assert_eq!(checked, 10);
@@ -24,9 +51,18 @@ fn every_fixture_parses_to_its_catalog_architecture() {
 
 #[actix_web::test]
 async fn a_posted_config_is_estimated_like_the_catalog_id() {
-    let config: serde_json::Value = serde_json::from_str(include_str!("../fixtures/hf/mixtral-8x7b.json")).unwrap();
-    let by_config = crate::support::post_json("/v1/estimates/memory", &serde_json::json!({"model": {"hf_config": config}, "method": "qlora"})).await;
-    let by_id = crate::support::post_json("/v1/estimates/memory", &serde_json::json!({"model": "mixtral-8x7b", "method": "qlora"})).await;
+    let config: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/hf/mixtral-8x7b.json")).unwrap();
+    let by_config = crate::support::post_json(
+        "/v1/estimates/memory",
+        &serde_json::json!({"model": {"hf_config": config}, "method": "qlora"}),
+    )
+    .await;
+    let by_id = crate::support::post_json(
+        "/v1/estimates/memory",
+        &serde_json::json!({"model": "mixtral-8x7b", "method": "qlora"}),
+    )
+    .await;
     assert_eq!(by_config.status, 200, "{}", by_config.text());
     assert_eq!(by_config.json()["per_gpu"], by_id.json()["per_gpu"]);
 }

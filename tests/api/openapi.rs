@@ -22,20 +22,44 @@ fn every_operation_has_an_id_summary_description_and_examples() {
     let mut ids = std::collections::HashSet::new();
     for (path, item) in spec["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
-            let id = operation["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path}: no operationId"));
-            assert!(id.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{id} is not snake_case");
+            let id = operation["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path}: no operationId"));
+            assert!(
+                id.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{id} is not snake_case"
+            );
             assert!(ids.insert(id.to_string()), "{id} is not unique");
             for key in ["summary", "description"] {
-                assert!(operation[key].as_str().is_some_and(|s| !s.is_empty()), "{id}: no {key}");
+                assert!(
+                    operation[key].as_str().is_some_and(|s| !s.is_empty()),
+                    "{id}: no {key}"
+                );
             }
             let ok = &operation["responses"]["200"]["content"];
-            assert!(ok.as_object().unwrap().values().any(|c| c.get("example").is_some() || c.get("examples").is_some()), "{id}: no response example");
+            assert!(
+                ok.as_object()
+                    .unwrap()
+                    .values()
+                    .any(|c| c.get("example").is_some() || c.get("examples").is_some()),
+                "{id}: no response example"
+            );
             if let Some(body) = operation.get("requestBody") {
                 let content = body["content"]["application/json"].as_object().unwrap();
-                assert!(content.contains_key("example") || content.contains_key("examples"), "{id}: no request example");
+                assert!(
+                    content.contains_key("example") || content.contains_key("examples"),
+                    "{id}: no request example"
+                );
             }
             if path.starts_with("/v1/") {
-                assert!(operation["responses"].as_object().unwrap().keys().any(|s| s.starts_with('4')), "{id}: no documented error");
+                assert!(
+                    operation["responses"]
+                        .as_object()
+                        .unwrap()
+                        .keys()
+                        .any(|s| s.starts_with('4')),
+                    "{id}: no documented error"
+                );
             }
         }
     }
@@ -53,8 +77,13 @@ async fn every_documented_operation_is_routed() {
             };
             let reply = call(request.uri(path)).await;
             let unrouted = reply.status == 405
-                || (reply.status == 404 && reply.text().contains("urn:trainplan:problem:not-found"));
-            assert!(!unrouted, "{method} {path} is documented but not routed ({})", reply.status);
+                || (reply.status == 404
+                    && reply.text().contains("urn:trainplan:problem:not-found"));
+            assert!(
+                !unrouted,
+                "{method} {path} is documented but not routed ({})",
+                reply.status
+            );
         }
     }
 }
