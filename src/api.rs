@@ -310,8 +310,7 @@ pub struct MemoryRequest {
 /// A resolved memory request: the plan, the GPUs of the fit table, and what was defaulted.
 pub struct ResolvedMemory<'c> {
     pub plan: MemoryPlan,
-    pub gpus: Vec<Gpu>,
-    pub gpu: Option<&'c Gpu>,
+    pub gpus: &'c [Gpu],
     pub defaulted: Vec<String>,
 }
 
@@ -363,15 +362,19 @@ impl MemoryRequest {
             MethodName::Full
         });
         let lora_family = matches!(method_name, MethodName::Lora | MethodName::Qlora);
-        if self.lora.is_some() && !lora_family {
-            problems.push("/lora", "only for method lora or qlora");
-        }
         let only_for =
             |field: &str, given: bool, ok: bool, methods: &str, problems: &mut Problems| {
                 if given && !ok {
                     problems.push(format!("/{field}"), format!("only for method {methods}"));
                 }
             };
+        only_for(
+            "lora",
+            self.lora.is_some(),
+            lora_family,
+            "lora or qlora",
+            &mut problems,
+        );
         only_for(
             "virtual_tokens",
             self.virtual_tokens.is_some(),
@@ -412,9 +415,13 @@ impl MemoryRequest {
                 problems.push("/lora/alpha", "must be a positive number");
             }
         }
-        if lora.double_quantization.is_some() && method_name != MethodName::Qlora {
-            problems.push("/lora/double_quantization", "only for method qlora");
-        }
+        only_for(
+            "lora/double_quantization",
+            lora.double_quantization.is_some(),
+            method_name == MethodName::Qlora,
+            "qlora",
+            &mut problems,
+        );
         let targets: Targets = match &lora.targets {
             None => [Projection::Q, Projection::V].into_iter().collect(),
             Some(LoraTargets::All(_)) => Targets::all(),
@@ -578,13 +585,12 @@ impl MemoryRequest {
         };
         let plan = problems.finish(plan).map_err(ApiError::Invalid)?;
         let gpus = match gpu {
-            Some(gpu) => vec![gpu.clone()],
-            None => catalog.gpus().to_vec(),
+            Some(gpu) => std::slice::from_ref(gpu),
+            None => catalog.gpus(),
         };
         Ok(ResolvedMemory {
             plan,
             gpus,
-            gpu,
             defaulted,
         })
     }

@@ -173,7 +173,7 @@ impl Architecture {
 
     /// Norm weights (and biases for LayerNorm): two per block, one per cross-attention,
     /// one final.
-    fn norm_parameters(&self) -> u64 {
+    pub fn norm_parameters(&self) -> u64 {
         let per_norm = match self.norm {
             NormKind::RmsNorm => self.hidden,
             NormKind::LayerNorm => 2 * self.hidden,
@@ -199,11 +199,6 @@ impl Architecture {
     /// QLoRA quantises): attention and MLP projections, routers.
     pub fn block_linear_parameters(&self) -> u64 {
         self.attention_parameters() + self.mlp_parameters()
-    }
-
-    /// Norm weights, which stay unquantised and are tiny.
-    pub fn norm_parameter_count(&self) -> u64 {
-        self.norm_parameters()
     }
 
     /// Every parameter of the model.

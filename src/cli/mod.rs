@@ -92,10 +92,7 @@ pub fn run(cli: Cli) -> i32 {
 fn estimate_memory(path: &PathBuf, catalog: &Catalog) -> i32 {
     let bytes = if path.as_os_str() == "-" {
         let mut buffer = Vec::new();
-        match std::io::Read::read_to_end(&mut std::io::stdin(), &mut buffer) {
-            Ok(_) => Ok(buffer),
-            Err(e) => Err(e),
-        }
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buffer).map(|_| buffer)
     } else {
         std::fs::read(path)
     };

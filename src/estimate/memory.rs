@@ -271,7 +271,7 @@ impl<'a> Prepared<'a> {
         // every block matrix over TP and the blocks over PP stages; the embedding is split
         // over TP on the first stage, the head on the last; the busiest stage is counted).
         let block = arch.block_linear_parameters() as f64 * scale;
-        let norms = arch.norm_parameter_count() as f64 * scale;
+        let norms = arch.norm_parameters() as f64 * scale;
         let embedding = arch.embedding_parameters() as f64 * scale;
         let head = arch.head_parameters() as f64 * scale;
         let block_share = block / (tp * pp) + norms / pp;
@@ -810,8 +810,8 @@ impl ActivationModel {
     }
 }
 
-/// Model-states formula for the response, e.g. `(2 + 14/Nd)·Ψ`.
-fn states_formula(stage: u8, bytes: StateBytes) -> String {
+/// Model-states formula for the response, e.g. `(2 + 14/Nd)·Ψ`, over parameters `psi`.
+fn states_formula(stage: u8, bytes: StateBytes, psi: &str) -> String {
     let n = |x: f64| {
         let text = format!("{x:.3}");
         text.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -822,10 +822,10 @@ fn states_formula(stage: u8, bytes: StateBytes) -> String {
         optimizer: k,
     } = bytes;
     match stage {
-        0 => format!("{}·Ψ", n(w + g + k)),
-        1 => format!("({} + {}/Nd)·Ψ", n(w + g), n(k)),
-        2 => format!("({} + {}/Nd)·Ψ", n(w), n(g + k)),
-        _ => format!("({}/Nd)·Ψ", n(w + g + k)),
+        0 => format!("{}·{psi}", n(w + g + k)),
+        1 => format!("({} + {}/Nd)·{psi}", n(w + g), n(k)),
+        2 => format!("({} + {}/Nd)·{psi}", n(w), n(g + k)),
+        _ => format!("({}/Nd)·{psi}", n(w + g + k)),
     }
 }
 
@@ -854,20 +854,19 @@ pub fn estimate(plan: &MemoryPlan, gpus: &[Gpu]) -> MemoryEstimate {
         .position(|&p| p == b.peak_allocated)
         .unwrap_or(0);
     let formula = match plan.method {
-        Method::Full => states_formula(plan.parallelism.zero_stage, prepared.base),
-        _ => format!(
-            "frozen base {:.3} GB + ({})·Ψ_trainable",
-            b.weights / 1e9,
-            states_formula(
-                plan.parallelism.zero_stage,
-                if trainable_base > 0 {
-                    prepared.base
-                } else {
-                    prepared.adapter
-                }
+        Method::Full => states_formula(plan.parallelism.zero_stage, prepared.base, "Ψ"),
+        _ => {
+            let trained = if trainable_base > 0 {
+                prepared.base
+            } else {
+                prepared.adapter
+            };
+            format!(
+                "frozen base {:.3} GB + {}",
+                b.weights / 1e9,
+                states_formula(plan.parallelism.zero_stage, trained, "Ψ_trainable")
             )
-            .trim_end_matches("·Ψ")
-        ),
+        }
     };
 
     MemoryEstimate {
@@ -1001,7 +1000,7 @@ fn warnings(p: &Prepared, b: &Breakdown, gpus: &[Gpu]) -> Vec<String> {
             b.cpu / GIB
         ));
     }
-    for gpu in gpus.iter().take(1).filter(|_| gpus.len() == 1) {
+    if let [gpu] = gpus {
         if plan.precision.uses_bf16() && !gpu.supports_bf16() {
             out.push(format!(
                 "{} has no bf16 support; use fp16 or amp_fp16",

@@ -129,7 +129,6 @@ impl Optimizations {
     }
 }
 
-/// A set of projections LoRA adapts, as a bit set over [`crate::catalog::Projection`].
 pub use crate::catalog::Projection;
 
 /// What is trained and how (design §2.1 `method`), with each method's own settings.

@@ -71,7 +71,7 @@ pub fn memory_answer(
     catalog: &Catalog,
 ) -> Result<MemoryEstimate, ApiError> {
     let resolved = request.resolve(catalog)?;
-    let mut answer = memory::estimate(&resolved.plan, &resolved.gpus);
+    let mut answer = memory::estimate(&resolved.plan, resolved.gpus);
     let mut assumptions = resolved.defaulted;
     assumptions.append(&mut answer.assumptions);
     answer.assumptions = assumptions;

@@ -157,6 +157,16 @@ fn resource(path: &str, routes: Vec<(Method, actix_web::Route)>) -> actix_web::R
     }))
 }
 
+/// A resource that answers GET only.
+fn get_only<F, Args>(path: &str, handler: F) -> actix_web::Resource
+where
+    F: actix_web::Handler<Args>,
+    Args: actix_web::FromRequest + 'static,
+    F::Output: actix_web::Responder + 'static,
+{
+    resource(path, vec![(Method::GET, web::get().to(handler))])
+}
+
 /// The route table. Every route here is documented in [`ApiDoc`]; a test checks both ways.
 fn routes(config: &mut web::ServiceConfig) {
     config
@@ -167,37 +177,16 @@ fn routes(config: &mut web::ServiceConfig) {
                 (Method::GET, web::get().to(estimates::memory_get)),
             ],
         ))
-        .service(resource(
-            "/v1/gpus",
-            vec![(Method::GET, web::get().to(catalog::gpus))],
-        ))
-        .service(resource(
-            "/v1/models",
-            vec![(Method::GET, web::get().to(catalog::models))],
-        ))
-        .service(resource(
-            "/livez",
-            vec![(Method::GET, web::get().to(health::livez))],
-        ))
-        .service(resource(
-            "/readyz",
-            vec![(Method::GET, web::get().to(health::readyz))],
-        ))
-        .service(resource(
-            "/metrics",
-            vec![(Method::GET, web::get().to(health::metrics))],
-        ))
-        .service(resource(
-            "/docs",
-            vec![(
-                Method::GET,
-                web::get().to(|| async {
-                    HttpResponse::PermanentRedirect()
-                        .insert_header(("Location", "/docs/"))
-                        .finish()
-                }),
-            )],
-        ))
+        .service(get_only("/v1/gpus", catalog::gpus))
+        .service(get_only("/v1/models", catalog::models))
+        .service(get_only("/livez", health::livez))
+        .service(get_only("/readyz", health::readyz))
+        .service(get_only("/metrics", health::metrics))
+        .service(get_only("/docs", || async {
+            HttpResponse::PermanentRedirect()
+                .insert_header(("Location", "/docs/"))
+                .finish()
+        }))
         .service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", ApiDoc::openapi()));
 }
 
