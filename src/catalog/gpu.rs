@@ -41,10 +41,36 @@ pub struct Gpu {
     /// GPU-to-GPU link speed, bidirectional aggregate, GB/s.
     pub interconnect_gbs_bidir: Option<f64>,
     pub tdp_w: Option<f64>,
+    /// Generation and memory family, which sets the throughput defaults.
+    pub class: GpuClass,
+    /// GPUs that share the fast GPU-to-GPU link (one server; a GB200/GB300 NVL72 rack).
+    pub gpus_per_node: u64,
     pub form_factor: String,
     pub source: String,
     /// H: primary datasheet, M: secondary copy, L: single secondary source.
     pub confidence: String,
+}
+
+/// The families the time model tells apart (`class` column of `gpus.csv`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuClass {
+    /// V100.
+    Volta,
+    /// T4.
+    Turing,
+    /// A100, A800.
+    Ampere,
+    /// H100, H800, H200.
+    Hopper,
+    /// B200, GB200, GB300.
+    Blackwell,
+    /// GDDR cards: A10/A10G, L4, L40/L40S, RTX workstation and GeForce.
+    Gddr,
+    /// AMD Instinct.
+    Cdna,
+    /// Intel Gaudi.
+    Gaudi,
 }
 
 impl Gpu {
@@ -70,6 +96,8 @@ struct Row {
     interconnect: Option<String>,
     interconnect_gbs_bidir: Option<f64>,
     tdp_w: Option<f64>,
+    class: GpuClass,
+    gpus_per_node: u64,
     form_factor: String,
     source: String,
     confidence: String,
@@ -100,6 +128,8 @@ pub(super) fn parse(text: &str) -> Result<Vec<Gpu>, CatalogError> {
             interconnect: r.interconnect,
             interconnect_gbs_bidir: r.interconnect_gbs_bidir,
             tdp_w: r.tdp_w,
+            class: r.class,
+            gpus_per_node: r.gpus_per_node,
             form_factor: r.form_factor,
             source: r.source,
             confidence: r.confidence,

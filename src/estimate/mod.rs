@@ -3,6 +3,7 @@
 
 pub mod memory;
 mod profile;
+pub mod time;
 pub mod units;
 
 pub use profile::Profile;

@@ -4,6 +4,8 @@
 //! Print it with `cargo test --test api accuracy -- --nocapture`.
 
 use serde::Deserialize;
+
+use crate::support::{enum_value, median, quantile};
 use trainplan::catalog::{Catalog, Projection};
 use trainplan::estimate::memory::{MemoryPlan, Prepared};
 use trainplan::estimate::{
@@ -42,11 +44,6 @@ struct Row {
     measured_value: Option<f64>,
     unit: Option<String>,
     metric: String,
-}
-
-fn enum_value<T: serde::de::DeserializeOwned>(text: &str) -> T {
-    serde_json::from_value(serde_json::Value::String(text.to_string()))
-        .unwrap_or_else(|e| panic!("{text}: {e}"))
 }
 
 fn targets(text: Option<&str>) -> Targets {
@@ -249,15 +246,6 @@ fn run() -> Vec<Outcome> {
         .collect()
 }
 
-fn median(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
-}
-
 #[test]
 fn accuracy_memory_report() {
     let outcomes = run();
@@ -307,14 +295,13 @@ fn accuracy_memory_report() {
     absolute.sort_by(f64::total_cmp);
     let mut signed = errors.clone();
     signed.sort_by(f64::total_cmp);
-    let percentile = |p: f64| signed[((signed.len() - 1) as f64 * p).round() as usize];
     let worst = absolute.last().copied().unwrap_or(0.0);
     println!(
         "median |error| {:.1} %, worst {:.1} %; signed error p10 {:+.1} %, p90 {:+.1} %; OOM rows predicted not to fit: {}",
         median(&absolute) * 100.0,
         worst * 100.0,
-        percentile(0.1) * 100.0,
-        percentile(0.9) * 100.0,
+        quantile(&signed, 0.1) * 100.0,
+        quantile(&signed, 0.9) * 100.0,
         if oom_failures.is_empty() {
             "all".to_string()
         } else {

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::{get, post_json};
+use crate::support::{catalog_gpu_count, get, post_json};
 
 const GB: f64 = 1e9;
 
@@ -76,7 +76,7 @@ async fn breakdown_is_consistent_and_the_fit_table_covers_the_catalog() {
     assert!(answer["range"]["low_bytes"].as_u64().unwrap() < field("device_bytes"));
     assert!(answer["range"]["high_bytes"].as_u64().unwrap() > field("device_bytes"));
     let fits = answer["fits"].as_array().unwrap();
-    assert_eq!(fits.len(), 36);
+    assert_eq!(fits.len(), catalog_gpu_count());
     // QLoRA of an 8B model fits one 24 GB card with checkpointing, not a 16 GB V100 at once.
     let on = |id: &str| fits.iter().find(|f| f["gpu"] == id).unwrap().clone();
     assert_eq!(on("rtx4090-24gb")["fits"], true);
@@ -130,7 +130,7 @@ async fn csv_rendering_parses_and_text_gives_one_value() {
         .position(|h| h == "per_gpu.total_gib")
         .unwrap();
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
-    assert_eq!(rows.len(), 36);
+    assert_eq!(rows.len(), catalog_gpu_count());
     assert_eq!(&rows[0][gpu_column], "v100-16gb");
 
     let text =
@@ -179,7 +179,10 @@ async fn catalogs_filter() {
 #[actix_web::test]
 async fn operations_endpoints_answer() {
     assert_eq!(get("/livez").await.json()["status"], "ok");
-    assert_eq!(get("/readyz").await.json()["catalog_gpus"], 36);
+    assert_eq!(
+        get("/readyz").await.json()["catalog_gpus"],
+        catalog_gpu_count()
+    );
     let docs = get("/docs/").await;
     assert_eq!(docs.status, 200);
     assert!(

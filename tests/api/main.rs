@@ -7,3 +7,4 @@ mod estimates;
 mod hf_config;
 mod openapi;
 mod support;
+mod time_accuracy;

@@ -74,3 +74,29 @@ pub async fn post_json(path: &str, body: &Value) -> Reply {
 pub async fn get(path: &str) -> Reply {
     call(test::TestRequest::get().uri(path)).await
 }
+
+/// An API enum from its wire name (`"amp_bf16"` → `Precision::AmpBf16`).
+pub fn enum_value<T: serde::de::DeserializeOwned>(text: &str) -> T {
+    serde_json::from_value(Value::String(text.to_string()))
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// Median of an ascending slice.
+pub fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// Value at quantile `p` (0–1) of an ascending slice, nearest rank.
+pub fn quantile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// GPUs in the embedded catalog (every reference row plus the additions).
+pub fn catalog_gpu_count() -> usize {
+    Catalog::embedded().map(|c| c.gpus().len()).unwrap_or(0)
+}
