@@ -17,9 +17,21 @@ pub struct Settings {
     pub log_format: LogFormat,
     pub log_level: String,
     pub body_limit_bytes: usize,
+    pub fx_cny_per_usd: f64,
+    pub fx_as_of: String,
+    pub fx_source: String,
 }
 
 impl Settings {
+    /// The configured exchange rate.
+    pub fn fx(&self) -> crate::pricing::Fx {
+        crate::pricing::Fx {
+            cny_per_usd: self.fx_cny_per_usd,
+            as_of: self.fx_as_of.clone(),
+            source: self.fx_source.clone(),
+        }
+    }
+
     /// Loads the layers; `file` is the optional config file.
     pub fn load(file: Option<&str>) -> Result<Self, config::ConfigError> {
         let mut builder = config::Config::builder()

@@ -138,3 +138,9 @@ impl ResponseError for ApiError {
         response.json(self.problem())
     }
 }
+
+impl From<crate::estimate::time::TimeError> for ApiError {
+    fn from(error: crate::estimate::time::TimeError) -> Self {
+        ApiError::Invalid(vec![FieldError::new("/precision", error.to_string())])
+    }
+}

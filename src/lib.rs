@@ -8,5 +8,6 @@ pub mod error;
 pub mod estimate;
 pub mod http;
 pub mod openapi;
+pub mod pricing;
 pub mod telemetry;
 pub mod validation;

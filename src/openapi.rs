@@ -3,6 +3,9 @@
 
 use utoipa::OpenApi;
 
+use crate::http::estimates::{COST_TABLES, MEMORY_TABLES, TIME_TABLES};
+use crate::http::query;
+
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -13,6 +16,11 @@ use utoipa::OpenApi;
     paths(
         crate::http::estimates::memory_post,
         crate::http::estimates::memory_get,
+        crate::http::estimates::time_post,
+        crate::http::estimates::time_get,
+        crate::http::estimates::cost_post,
+        crate::http::estimates::cost_get,
+        crate::http::prices::prices,
         crate::http::catalog::gpus,
         crate::http::catalog::models,
         crate::http::health::livez,
@@ -20,13 +28,37 @@ use utoipa::OpenApi;
         crate::http::health::metrics,
     ),
     components(schemas(crate::error::Problem, crate::validation::FieldError)),
+    modifiers(&QueryForms),
     tags(
         (name = "estimates", description = "Memory, time and cost of a training job"),
+        (name = "prices", description = "The price book: dated, sourced GPU prices"),
         (name = "catalog", description = "GPUs and models the estimators know"),
         (name = "operations", description = "Health and metrics"),
     )
 )]
 pub struct ApiDoc;
+
+/// Documents the GET forms' query keys from the same tables the decoder reads.
+struct QueryForms;
+
+impl utoipa::Modify for QueryForms {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (path, tables) in [
+            ("/v1/estimates/memory", MEMORY_TABLES),
+            ("/v1/estimates/time", TIME_TABLES),
+            ("/v1/estimates/cost", COST_TABLES),
+        ] {
+            if let Some(get) = openapi
+                .paths
+                .paths
+                .get_mut(path)
+                .and_then(|item| item.get.as_mut())
+            {
+                query::document(get, tables);
+            }
+        }
+    }
+}
 
 /// The spec as pretty JSON with a trailing newline (the committed file's format).
 pub fn json() -> String {

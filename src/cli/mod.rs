@@ -1,14 +1,17 @@
-//! The command line: `serve` (default), `estimate memory --plan FILE`, `openapi`.
+//! The command line: `serve` (default), `estimate memory|time|cost --plan FILE`,
+//! `openapi`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
-use crate::api::{MemoryRequest, from_json_slice};
+use crate::api::{CostRequest, MemoryRequest, TimeRequest, from_json_slice, from_json_value};
 use crate::catalog::Catalog;
 use crate::config::Settings;
-use crate::http::{AppState, app, memory_answer};
+use crate::error::ApiError;
+use crate::http::{AppState, app, cost_answer, memory_answer, time_answer};
+use crate::pricing::Pricing;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -49,6 +52,18 @@ pub enum EstimateKind {
         #[arg(long)]
         plan: PathBuf,
     },
+    /// Training time.
+    Time {
+        /// JSON file with the request body of POST /v1/estimates/time ("-" for stdin).
+        #[arg(long)]
+        plan: PathBuf,
+    },
+    /// Cost across clouds, on the embedded price snapshot.
+    Cost {
+        /// JSON file with the request body of POST /v1/estimates/cost ("-" for stdin).
+        #[arg(long)]
+        plan: PathBuf,
+    },
 }
 
 /// Exit codes: 0 success, 2 bad input, 1 anything else.
@@ -72,13 +87,33 @@ pub fn run(cli: Cli) -> i32 {
             print!("{}", crate::openapi::json());
             0
         }
-        Command::Estimate {
-            kind: EstimateKind::Memory { plan },
-        } => estimate_memory(&plan, &catalog),
+        Command::Estimate { kind } => {
+            let now = jiff::Timestamp::now();
+            let (pricing, _) = Pricing::embedded(&catalog, settings.fx(), now);
+            let (plan, answer): (&PathBuf, Answer) = match &kind {
+                EstimateKind::Memory { plan } => (plan, &|value| {
+                    let request: MemoryRequest = from_json_value(value)?;
+                    to_value(memory_answer(&request, &catalog)?)
+                }),
+                EstimateKind::Time { plan } => (plan, &|value| {
+                    to_value(time_answer(&TimeRequest::from_value(value)?, &catalog)?)
+                }),
+                EstimateKind::Cost { plan } => (plan, &|value| {
+                    let request = CostRequest::from_value(value)?;
+                    to_value(cost_answer(&request, &catalog, &pricing, now)?)
+                }),
+            };
+            estimate(plan, answer)
+        }
         Command::Serve { listen } => {
             crate::telemetry::init(settings.log_format, &settings.log_level);
             let listen = listen.unwrap_or_else(|| settings.listen.clone());
-            match serve(&listen, catalog, settings.body_limit_bytes) {
+            let (pricing, rejected) =
+                Pricing::embedded(&catalog, settings.fx(), jiff::Timestamp::now());
+            for reason in rejected {
+                tracing::warn!(%reason, "embedded price row not served");
+            }
+            match serve(&listen, catalog, pricing, settings.body_limit_bytes) {
                 Ok(()) => 0,
                 Err(error) => {
                     eprintln!("trainplan: serve on {listen}: {error}");
@@ -89,7 +124,15 @@ pub fn run(cli: Cli) -> i32 {
     }
 }
 
-fn estimate_memory(path: &PathBuf, catalog: &Catalog) -> i32 {
+/// One estimate: from the plan's JSON to the answer's JSON.
+type Answer<'a> = &'a dyn Fn(serde_json::Value) -> Result<serde_json::Value, ApiError>;
+
+fn to_value<T: serde::Serialize>(answer: T) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(answer).map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+/// Reads a plan, prints the answer; exit 0, 2 for bad input, 1 otherwise.
+fn estimate(path: &PathBuf, answer: Answer) -> i32 {
     let bytes = if path.as_os_str() == "-" {
         let mut buffer = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buffer).map(|_| buffer)
@@ -103,14 +146,16 @@ fn estimate_memory(path: &PathBuf, catalog: &Catalog) -> i32 {
             return 2;
         }
     };
-    let answer = from_json_slice::<MemoryRequest>(&bytes)
-        .and_then(|request| memory_answer(&request, catalog));
-    match answer.map(|a| serde_json::to_string_pretty(&a)) {
-        Ok(Ok(json)) => {
-            println!("{json}");
+    let result = from_json_slice::<serde_json::Value>(&bytes).and_then(answer);
+    match result {
+        Ok(json) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&json).unwrap_or_else(|e| e.to_string())
+            );
             0
         }
-        Ok(Err(error)) => {
+        Err(ApiError::Internal(error)) => {
             eprintln!("trainplan: {error}");
             1
         }
@@ -126,9 +171,14 @@ fn estimate_memory(path: &PathBuf, catalog: &Catalog) -> i32 {
 }
 
 /// Binds and serves until the process is stopped.
-fn serve(listen: &str, catalog: Arc<Catalog>, body_limit_bytes: usize) -> std::io::Result<()> {
+fn serve(
+    listen: &str,
+    catalog: Arc<Catalog>,
+    pricing: Pricing,
+    body_limit_bytes: usize,
+) -> std::io::Result<()> {
     actix_web::rt::System::new().block_on(async move {
-        let state = actix_web::web::Data::new(AppState::new(catalog, body_limit_bytes));
+        let state = actix_web::web::Data::new(AppState::new(catalog, pricing, body_limit_bytes));
         let server = actix_web::HttpServer::new(move || app(state.clone())).bind(listen)?;
         for address in server.addrs() {
             tracing::info!(%address, "trainplan listening on http://{address}");

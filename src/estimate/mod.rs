@@ -1,6 +1,7 @@
 //! The estimators: pure functions from typed inputs to typed outputs. No I/O, no clock,
 //! no async, no actix, no Redis.
 
+pub mod cost;
 pub mod memory;
 mod profile;
 pub mod time;

@@ -45,11 +45,19 @@ fn class_utilization(class: GpuClass) -> f64 {
     }
 }
 
-/// Models under 1.5B parameters keep the tensor cores less busy (narrow matrices, more
-/// launch overhead): MOS01/MOS03/MOS11/MOS18 and OLMO01/02 run at 0.65–0.80 of their
-/// class's value.
-const SMALL_MODEL_PARAMETERS: f64 = 1.5e9;
+/// Small models keep the tensor cores less busy (narrow matrices, more launch
+/// overhead): the 1B rows MOS03/MOS11/MOS18 and OLMO01/02 run at 0.65–0.80 of their
+/// class's value, the 3B rows (MOS04, MOS19) at the full value. The factor is 0.75 up to
+/// 1B and rises log-linearly to 1 at 3B, so that time never falls as a model grows.
+const SMALL_MODEL_PARAMETERS: f64 = 1.0e9;
+const FULL_SIZE_PARAMETERS: f64 = 3.0e9;
 const SMALL_MODEL_FACTOR: f64 = 0.75;
+
+fn size_factor(active_parameters: f64) -> f64 {
+    let position = (active_parameters / SMALL_MODEL_PARAMETERS).ln()
+        / (FULL_SIZE_PARAMETERS / SMALL_MODEL_PARAMETERS).ln();
+    SMALL_MODEL_FACTOR + (1.0 - SMALL_MODEL_FACTOR) * position.clamp(0.0, 1.0)
+}
 
 /// PEFT of models of 30B and more under ZeRO-3/FSDP: compute per token falls to `4N` while
 /// the sharded weights are still gathered every micro-batch, and the skinny adapter GEMMs
@@ -314,10 +322,11 @@ fn utilization(
             applied.push(format!("{why} ×{factor}"));
         }
     };
+    let size = size_factor(active_parameters);
     apply(
-        active_parameters < SMALL_MODEL_PARAMETERS,
-        SMALL_MODEL_FACTOR,
-        "model under 1.5B",
+        size < 1.0,
+        (size * 1000.0).round() / 1000.0,
+        "model under 3B",
     );
     let peft = !matches!(memory.method, Method::Full | Method::Freeze { .. });
     apply(

@@ -4,7 +4,8 @@ pub(crate) mod catalog;
 pub(crate) mod estimates;
 mod extract;
 pub(crate) mod health;
-mod query;
+pub(crate) mod prices;
+pub(crate) mod query;
 pub mod render;
 
 use std::sync::Arc;
@@ -23,22 +24,25 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::catalog::Catalog;
 use crate::error::{ApiError, REQUEST_ID};
 use crate::openapi::ApiDoc;
+use crate::pricing::Pricing;
 use crate::validation::FieldError;
 
-pub use estimates::memory_answer;
+pub use estimates::{cost_answer, memory_answer, time_answer};
 pub use extract::JsonBody;
 
 /// Shared, read-only state of every worker.
 pub struct AppState {
     pub catalog: Arc<Catalog>,
+    pub pricing: Pricing,
     pub metrics: Metrics,
     pub body_limit_bytes: usize,
 }
 
 impl AppState {
-    pub fn new(catalog: Arc<Catalog>, body_limit_bytes: usize) -> Self {
+    pub fn new(catalog: Arc<Catalog>, pricing: Pricing, body_limit_bytes: usize) -> Self {
         Self {
             catalog,
+            pricing,
             metrics: Metrics::new(),
             body_limit_bytes,
         }
@@ -177,6 +181,21 @@ fn routes(config: &mut web::ServiceConfig) {
                 (Method::GET, web::get().to(estimates::memory_get)),
             ],
         ))
+        .service(resource(
+            "/v1/estimates/time",
+            vec![
+                (Method::POST, web::post().to(estimates::time_post)),
+                (Method::GET, web::get().to(estimates::time_get)),
+            ],
+        ))
+        .service(resource(
+            "/v1/estimates/cost",
+            vec![
+                (Method::POST, web::post().to(estimates::cost_post)),
+                (Method::GET, web::get().to(estimates::cost_get)),
+            ],
+        ))
+        .service(get_only("/v1/prices", prices::prices))
         .service(get_only("/v1/gpus", catalog::gpus))
         .service(get_only("/v1/models", catalog::models))
         .service(get_only("/livez", health::livez))

@@ -8,6 +8,16 @@ use actix_web::{test, web};
 use serde_json::Value;
 use trainplan::catalog::Catalog;
 use trainplan::http::{AppState, app};
+use trainplan::pricing::{Fx, Pricing};
+
+/// The rate the tests convert at (the built-in default).
+pub fn fx() -> Fx {
+    Fx {
+        cny_per_usd: 7.2,
+        as_of: "2026-09".into(),
+        source: "test".into(),
+    }
+}
 
 pub const BODY_LIMIT: usize = 65_536;
 
@@ -16,10 +26,10 @@ pub async fn service() -> impl Service<
     Response = ServiceResponse<impl MessageBody>,
     Error = actix_web::Error,
 > {
-    let state = web::Data::new(AppState::new(
-        Arc::new(Catalog::embedded().unwrap()),
-        BODY_LIMIT,
-    ));
+    let catalog = Arc::new(Catalog::embedded().unwrap());
+    let (pricing, rejected) = Pricing::embedded(&catalog, fx(), jiff::Timestamp::now());
+    assert!(rejected.is_empty(), "{rejected:?}");
+    let state = web::Data::new(AppState::new(catalog, pricing, BODY_LIMIT));
     test::init_service(app(state)).await
 }
 

@@ -17,6 +17,12 @@ use crate::estimate::{
 };
 use crate::validation::{FieldError, Problems};
 
+pub mod cost;
+pub mod time;
+
+pub use cost::CostRequest;
+pub use time::TimeRequest;
+
 /// Smallest and largest parameter count accepted for a bare `{"parameters": N}`.
 const MIN_PARAMETERS: f64 = 1e6;
 const MAX_PARAMETERS: f64 = 1e13;

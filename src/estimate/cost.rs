@@ -1,0 +1,510 @@
+//! Cost (design §3.3): hours × price over whole instances, for every matching row of the
+//! price book and every custom quote, on demand, spot (with interruption rework and the
+//! Young/Daly checkpoint interval) and reserved; plus the total cost of owning the
+//! hardware and its break-even hours against each cloud option.
+//!
+//! Pure: the book, the exchange rate and "now" come in as arguments.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::time::TimeEstimate;
+use crate::catalog::Gpu;
+use crate::pricing::{BookSource, Currency, Fx, PriceBook, PriceFilter, PriceQuote, PriceType};
+
+/// One-year and three-year commitments as a discount on the on-demand rate, for
+/// providers that sell them (AWS Savings Plans and Reserved Instances, Azure
+/// Reservations, GCP committed-use discounts, OCI and the GPU clouds' term contracts).
+/// Published GPU-instance discounts cluster around 30–40 % for one year and 50–60 % for
+/// three; the middle is used and every derived option says so. The live Azure and AWS
+/// feeds carry quoted reservation rates instead.
+const RESERVED_1Y_DISCOUNT: f64 = 0.35;
+const RESERVED_3Y_DISCOUNT: f64 = 0.55;
+const COMMITMENT_PROVIDERS: [&str; 9] = [
+    "aws",
+    "azure",
+    "gcp",
+    "oci",
+    "alibaba",
+    "tencent-intl",
+    "coreweave",
+    "lambda",
+    "nebius",
+];
+
+/// Spot interruptions per instance-hour when the request gives none. No provider
+/// publishes an hourly rate: AWS's Spot Advisor gives a monthly share of reclaimed
+/// instances (p5.48xlarge under 5 %, g6e.4xlarge over 20 % in a 2026-09 capture,
+/// feeds.md §3) and GCP and Azure give none. Planning values, stated in every option:
+/// one interruption per 50 hours on a hyperscaler, one per 20 on a marketplace whose
+/// hosts are individuals' machines.
+fn default_interruptions_per_hour(provider: &str) -> (f64, &'static str) {
+    match provider {
+        "vast" | "runpod" | "market" | "autodl" => (
+            0.05,
+            "assumed planning value for marketplace spot (no published rate)",
+        ),
+        _ => (
+            0.02,
+            "assumed planning value for hyperscaler spot (AWS Spot Advisor publishes only monthly buckets)",
+        ),
+    }
+}
+
+/// Provider name of the request's own quotes.
+pub const CUSTOM_PROVIDER: &str = "custom";
+
+/// Checkpoint write and restart times when not given: a 7B full fine-tune's states
+/// (~100 GB with AdamW) written at ~1 GB/s to network storage take under 2 minutes;
+/// getting a replacement instance, pulling the image and reloading take ~10.
+pub const DEFAULT_CHECKPOINT_WRITE_MINUTES: f64 = 2.0;
+pub const DEFAULT_RESTART_MINUTES: f64 = 10.0;
+
+/// Self-build defaults. Server power per GPU as a multiple of its TDP: a DGX H100 draws
+/// 10.2 kW at most for 8 × 700 W GPUs (NVIDIA DGX H100 datasheet), 1.8×.
+const SERVER_POWER_PER_GPU_TDP: f64 = 1.8;
+/// Uptime Institute Global Data Center Survey 2024: average PUE 1.56.
+const DEFAULT_PUE: f64 = 1.56;
+/// US average commercial electricity, about 0.13 USD/kWh (EIA Electric Power Monthly
+/// 2025); converted to the answer's currency.
+const DEFAULT_ELECTRICITY_USD_PER_KWH: f64 = 0.13;
+/// Three years, the usual depreciation schedule of servers.
+const DEFAULT_LIFETIME_MONTHS: f64 = 36.0;
+/// Hours in an average month (8,766 h / 12).
+const HOURS_PER_MONTH: f64 = 730.5;
+
+/// Spot settings of the request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpotInputs {
+    /// `None`: the Young/Daly interval.
+    pub checkpoint_interval_minutes: Option<f64>,
+    pub checkpoint_write_minutes: Option<f64>,
+    pub restart_minutes: Option<f64>,
+    /// Per instance; `None`: the provider's default.
+    pub interruptions_per_hour: Option<f64>,
+}
+
+/// Owning the hardware (amounts in the answer's currency).
+#[derive(Debug, Clone, Copy)]
+pub struct SelfBuildInputs {
+    pub hardware_cost: f64,
+    pub power_kw: Option<f64>,
+    pub electricity_price_per_kwh: Option<f64>,
+    pub pue: Option<f64>,
+    pub lifetime_months: Option<f64>,
+    pub ops_cost_per_month: Option<f64>,
+}
+
+/// Everything a cost estimate needs.
+#[derive(Debug, Clone)]
+pub struct CostPlan<'a> {
+    pub gpu: &'a Gpu,
+    /// GPUs the job uses.
+    pub gpus: u64,
+    /// Expected wall hours of the job on demand.
+    pub hours: f64,
+    /// Rows of the book to consider (`gpu` is set to the plan's GPU).
+    pub filter: PriceFilter,
+    /// False when the request asked for custom quotes only (`providers: []`).
+    pub use_book: bool,
+    pub custom_quotes: Vec<PriceQuote>,
+    pub currency: Currency,
+    pub fx: &'a Fx,
+    pub spot: SpotInputs,
+    pub self_build: Option<SelfBuildInputs>,
+    pub now: jiff::Timestamp,
+}
+
+/// Spot details of an option.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SpotDetail {
+    /// Per instance.
+    pub interruptions_per_hour: f64,
+    pub interruptions_source: String,
+    /// For the whole job (every instance must stay up).
+    pub expected_interruptions: f64,
+    /// The interval used: the request's, else the Young/Daly optimum. Absent when
+    /// interruptions are zero (no checkpoints needed for rework).
+    pub checkpoint_interval_minutes: Option<f64>,
+    /// `√(2 · checkpoint_write · MTBF)` (Young 1974; Daly 2006); absent with no
+    /// interruptions.
+    pub young_daly_interval_minutes: Option<f64>,
+    pub checkpoint_write_minutes: f64,
+    pub restart_minutes: f64,
+}
+
+/// One way to pay for the job.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CostOption {
+    pub provider: String,
+    pub region: String,
+    /// Instance type (or the custom quote's name).
+    pub sku: String,
+    pub gpu: String,
+    pub price_type: PriceType,
+    pub gpus_per_instance: u64,
+    pub instances: u64,
+    /// Whole instances × their GPUs: at least the job's GPUs.
+    pub gpus_rented: u64,
+    /// Price of all rented instances per hour, in `currency`.
+    pub price_per_hour: f64,
+    pub price_per_gpu_hour: f64,
+    /// Hours billed: the job's hours plus spot rework.
+    pub hours: f64,
+    /// Spot: checkpoint writes, restarts and lost work.
+    pub rework_hours: f64,
+    pub cost: f64,
+    pub currency: Currency,
+    /// The row's own price and currency, before conversion.
+    pub native_price_per_instance_hour: f64,
+    pub native_currency: Currency,
+    pub as_of: Option<String>,
+    /// Hours since `as_of` (absent when the row is undated).
+    pub age_hours: Option<f64>,
+    pub source: String,
+    pub source_kind: String,
+    pub spot: Option<SpotDetail>,
+    /// Rounding, derivation and caveats.
+    pub notes: Vec<String>,
+}
+
+/// Break-even of owning against one cloud option.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BreakEven {
+    pub provider: String,
+    pub sku: String,
+    pub price_type: PriceType,
+    pub price_per_hour: f64,
+    /// Hours of use after which owning is cheaper; absent when the cloud is cheaper
+    /// than the running cost of owning.
+    pub break_even_hours: Option<f64>,
+    pub break_even_days: Option<f64>,
+}
+
+/// Total cost of ownership of the job's GPUs.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SelfBuild {
+    pub hardware_cost: f64,
+    pub power_kw: f64,
+    pub pue: f64,
+    pub electricity_price_per_kwh: f64,
+    pub lifetime_months: f64,
+    pub ops_cost_per_month: f64,
+    /// Power × PUE × electricity.
+    pub energy_cost_per_hour: f64,
+    /// Hardware + operations + energy over the lifetime, used around the clock.
+    pub total_cost_of_ownership: f64,
+    pub amortized_cost_per_hour: f64,
+    /// The job's share: its hours at the amortised rate.
+    pub job_cost: f64,
+    pub currency: Currency,
+    pub break_even: Vec<BreakEven>,
+}
+
+/// The answer of `/v1/estimates/cost` (design §2.4).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CostEstimate {
+    pub gpu: String,
+    pub gpus: u64,
+    /// Expected hours of the job on demand.
+    pub hours: f64,
+    pub currency: Currency,
+    /// Every option, cheapest first.
+    pub options: Vec<CostOption>,
+    /// The cheapest option of each price type.
+    pub cheapest: BTreeMap<String, CostOption>,
+    pub self_build: Option<SelfBuild>,
+    pub fx: Fx,
+    pub prices_source: BookSource,
+    /// The time estimate the hours come from (absent when `hours` was given).
+    pub time: Option<TimeEstimate>,
+    pub assumptions: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// A quote converted into the answer's terms, before spot and rounding.
+struct Candidate<'q> {
+    quote: &'q PriceQuote,
+    price_type: PriceType,
+    /// Factor on the quote's price (reserved derivation).
+    factor: f64,
+    note: Option<String>,
+}
+
+/// Spot hours: the job's hours, plus a checkpoint write every interval, plus for each
+/// interruption a restart and on average half an interval of lost work; interruptions
+/// themselves scale with the total. Returns `(hours, detail)`, or `None` when the job
+/// would never finish (interruptions faster than progress).
+fn spot_hours(
+    hours: f64,
+    instances: u64,
+    spot: &SpotInputs,
+    provider: &str,
+) -> Option<(f64, SpotDetail)> {
+    let (default_rate, default_source) = default_interruptions_per_hour(provider);
+    let (rate, source) = match spot.interruptions_per_hour {
+        Some(rate) => (rate, "request".to_string()),
+        None => (default_rate, default_source.to_string()),
+    };
+    let write_minutes = spot
+        .checkpoint_write_minutes
+        .unwrap_or(DEFAULT_CHECKPOINT_WRITE_MINUTES);
+    let restart_minutes = spot.restart_minutes.unwrap_or(DEFAULT_RESTART_MINUTES);
+    let job_rate = rate * instances as f64;
+    let young_daly = (job_rate > 0.0).then(|| (2.0 * write_minutes * 60.0 / job_rate).sqrt());
+    // No interruptions: nothing to redo and no checkpoint needed for it.
+    let interval = young_daly.map(|optimum| spot.checkpoint_interval_minutes.unwrap_or(optimum));
+    let total = match interval {
+        None => hours,
+        Some(interval) => {
+            let writes = hours * write_minutes / interval;
+            let lost_per_interruption = (restart_minutes + interval / 2.0) / 60.0;
+            let progress_share = 1.0 - job_rate * lost_per_interruption;
+            if progress_share <= 0.0 {
+                return None;
+            }
+            (hours + writes / 60.0) / progress_share
+        }
+    };
+    Some((
+        total,
+        SpotDetail {
+            interruptions_per_hour: rate,
+            interruptions_source: source,
+            expected_interruptions: job_rate * total,
+            checkpoint_interval_minutes: interval,
+            young_daly_interval_minutes: young_daly,
+            checkpoint_write_minutes: write_minutes,
+            restart_minutes,
+        },
+    ))
+}
+
+/// Prices a plan against the book and the custom quotes.
+pub fn estimate(plan: &CostPlan, book: &PriceBook) -> CostEstimate {
+    let mut warnings = Vec::new();
+    let mut assumptions = vec![format!(
+        "FX: {} CNY per USD as of {} ({})",
+        plan.fx.cny_per_usd, plan.fx.as_of, plan.fx.source
+    )];
+    let wanted =
+        |t: PriceType| plan.filter.price_types.is_empty() || plan.filter.price_types.contains(&t);
+
+    // Book rows are read as quoted (on demand, spot); reserved options are derived from
+    // on-demand rows. Custom quotes are taken as given.
+    let mut book_filter = plan.filter.clone();
+    book_filter.gpu = Some(plan.gpu.id.clone());
+    book_filter.price_types = vec![PriceType::OnDemand, PriceType::Spot];
+    let mut candidates: Vec<Candidate> = Vec::new();
+    if plan.use_book {
+        for quote in book.filter(&book_filter, plan.now) {
+            if wanted(quote.price_type) {
+                candidates.push(Candidate {
+                    quote,
+                    price_type: quote.price_type,
+                    factor: 1.0,
+                    note: None,
+                });
+            }
+            let commits = quote.price_type == PriceType::OnDemand
+                && COMMITMENT_PROVIDERS.contains(&quote.provider.as_str());
+            for (price_type, discount) in [
+                (PriceType::Reserved1y, RESERVED_1Y_DISCOUNT),
+                (PriceType::Reserved3y, RESERVED_3Y_DISCOUNT),
+            ] {
+                if commits && wanted(price_type) {
+                    candidates.push(Candidate {
+                        quote,
+                        price_type,
+                        factor: 1.0 - discount,
+                        note: Some(format!(
+                            "derived: on-demand price less a typical {:.0} % commitment discount (not a quoted rate)",
+                            discount * 100.0
+                        )),
+                    });
+                }
+            }
+        }
+    }
+    for quote in &plan.custom_quotes {
+        if quote.gpu != plan.gpu.id {
+            warnings.push(format!(
+                "custom quote {:?} is for {}, the plan runs on {}: left out",
+                quote.sku, quote.gpu, plan.gpu.id
+            ));
+        } else if wanted(quote.price_type) {
+            candidates.push(Candidate {
+                quote,
+                price_type: quote.price_type,
+                factor: 1.0,
+                note: None,
+            });
+        }
+    }
+    if candidates.is_empty() {
+        warnings.push(format!(
+            "no price matches {} with these filters; widen providers, regions or price_types, or add custom_quotes",
+            plan.gpu.id
+        ));
+    }
+
+    let mut options: Vec<CostOption> = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        let q = c.quote;
+        let instances = plan.gpus.div_ceil(q.gpu_count.max(1));
+        let gpus_rented = instances * q.gpu_count;
+        let native_instance_price = q.instance_price() * c.factor;
+        let instance_price = plan
+            .fx
+            .convert(native_instance_price, q.currency, plan.currency);
+        let price_per_hour = instance_price * instances as f64;
+        let mut notes: Vec<String> = c.note.into_iter().collect();
+        if gpus_rented > plan.gpus {
+            notes.push(format!(
+                "rents {instances} × {} GPUs = {gpus_rented} for a {}-GPU job (whole instances)",
+                q.gpu_count, plan.gpus
+            ));
+        }
+        if let Some(n) = q.notes.as_deref().filter(|n| !n.is_empty()) {
+            notes.push(n.to_string());
+        }
+        let (hours, spot) = if c.price_type == PriceType::Spot {
+            match spot_hours(plan.hours, instances, &plan.spot, &q.provider) {
+                Some((hours, detail)) => (hours, Some(detail)),
+                None => {
+                    warnings.push(format!(
+                        "{} {} spot: interruptions come faster than the job progresses; left out",
+                        q.provider, q.sku
+                    ));
+                    continue;
+                }
+            }
+        } else {
+            (plan.hours, None)
+        };
+        options.push(CostOption {
+            provider: q.provider.clone(),
+            region: q.region.clone(),
+            sku: q.sku.clone(),
+            gpu: q.gpu.clone(),
+            price_type: c.price_type,
+            gpus_per_instance: q.gpu_count,
+            instances,
+            gpus_rented,
+            price_per_hour,
+            price_per_gpu_hour: instance_price / q.gpu_count.max(1) as f64,
+            hours,
+            rework_hours: hours - plan.hours,
+            cost: price_per_hour * hours,
+            currency: plan.currency,
+            native_price_per_instance_hour: native_instance_price,
+            native_currency: q.currency,
+            as_of: q.as_of.clone(),
+            age_hours: q.age_hours(plan.now),
+            source: q.source.clone(),
+            source_kind: q.source_kind.clone(),
+            spot,
+            notes,
+        });
+    }
+    options.sort_by(|a, b| a.cost.total_cmp(&b.cost));
+    let mut cheapest = BTreeMap::new();
+    for option in &options {
+        cheapest
+            .entry(option.price_type.name().to_string())
+            .or_insert_with(|| option.clone());
+    }
+    if options
+        .iter()
+        .any(|o| o.as_of.is_none() && o.provider != CUSTOM_PROVIDER)
+    {
+        warnings.push("some price rows carry no date; their age is unknown".into());
+    }
+
+    let self_build = plan.self_build.map(|inputs| {
+        let build = self_build(plan, &inputs, &options);
+        assumptions.push(format!(
+            "self-build: {:.2} kW × PUE {} at {:.3} {}/kWh, {} months",
+            build.power_kw,
+            build.pue,
+            build.electricity_price_per_kwh,
+            plan.currency.code(),
+            build.lifetime_months
+        ));
+        build
+    });
+
+    CostEstimate {
+        gpu: plan.gpu.id.clone(),
+        gpus: plan.gpus,
+        hours: plan.hours,
+        currency: plan.currency,
+        options,
+        cheapest,
+        self_build,
+        fx: plan.fx.clone(),
+        prices_source: book.source().clone(),
+        time: None,
+        assumptions,
+        warnings,
+    }
+}
+
+fn self_build(plan: &CostPlan, inputs: &SelfBuildInputs, options: &[CostOption]) -> SelfBuild {
+    let power_kw = inputs.power_kw.unwrap_or_else(|| {
+        plan.gpu.tdp_w.unwrap_or(0.0) * SERVER_POWER_PER_GPU_TDP * plan.gpus as f64 / 1000.0
+    });
+    let pue = inputs.pue.unwrap_or(DEFAULT_PUE);
+    let electricity = inputs.electricity_price_per_kwh.unwrap_or_else(|| {
+        plan.fx.convert(
+            DEFAULT_ELECTRICITY_USD_PER_KWH,
+            Currency::Usd,
+            plan.currency,
+        )
+    });
+    let lifetime_months = inputs.lifetime_months.unwrap_or(DEFAULT_LIFETIME_MONTHS);
+    let ops = inputs.ops_cost_per_month.unwrap_or(0.0);
+    let energy_cost_per_hour = power_kw * pue * electricity;
+    let lifetime_hours = lifetime_months * HOURS_PER_MONTH;
+    let total =
+        inputs.hardware_cost + ops * lifetime_months + energy_cost_per_hour * lifetime_hours;
+    let amortized = if lifetime_hours > 0.0 {
+        total / lifetime_hours
+    } else {
+        0.0
+    };
+    // Owning for h hours costs hardware + h·(energy + ops per hour); renting costs
+    // h·price. They meet at hardware / (price − running cost).
+    let running_per_hour = energy_cost_per_hour + ops / HOURS_PER_MONTH;
+    let break_even = options
+        .iter()
+        .map(|o| {
+            let margin = o.price_per_hour - running_per_hour;
+            let hours = (margin > 0.0).then(|| inputs.hardware_cost / margin);
+            BreakEven {
+                provider: o.provider.clone(),
+                sku: o.sku.clone(),
+                price_type: o.price_type,
+                price_per_hour: o.price_per_hour,
+                break_even_hours: hours,
+                break_even_days: hours.map(|h| h / 24.0),
+            }
+        })
+        .collect();
+    SelfBuild {
+        hardware_cost: inputs.hardware_cost,
+        power_kw,
+        pue,
+        electricity_price_per_kwh: electricity,
+        lifetime_months,
+        ops_cost_per_month: ops,
+        energy_cost_per_hour,
+        total_cost_of_ownership: total,
+        amortized_cost_per_hour: amortized,
+        job_cost: plan.hours * amortized,
+        currency: plan.currency,
+        break_even,
+    }
+}
