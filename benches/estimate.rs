@@ -1,14 +1,18 @@
-//! Estimator speed: one memory estimate, and one with the fit table for every catalog GPU.
-//! Run with `cargo bench --bench estimate`.
+//! Estimator speed: memory (one estimate, and with the fit table for every catalog GPU),
+//! time, and cost across the whole embedded price book. Run with
+//! `cargo bench --bench estimate`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use trainplan::catalog::Catalog;
+use trainplan::estimate::cost::{self, CostPlan, SelfBuildInputs, SpotInputs};
 use trainplan::estimate::memory::{MemoryPlan, Prepared, estimate};
+use trainplan::estimate::time::{self, TimePlan};
 use trainplan::estimate::{
     Attention, Framework, Method, ModelShape, Optimizations, Optimizer, Parallelism, Precision,
     Projection,
 };
+use trainplan::pricing::{Currency, Fx, PriceBook, PriceFilter};
 
 fn plan(catalog: &Catalog) -> MemoryPlan {
     MemoryPlan {
@@ -46,9 +50,57 @@ fn benches(c: &mut Criterion) {
     c.bench_function("memory: full answer, one GPU", |b| {
         b.iter(|| estimate(black_box(&plan), &one_gpu))
     });
-    c.bench_function("memory: full answer, fit table for all 36 GPUs", |b| {
-        b.iter(|| estimate(black_box(&plan), catalog.gpus()))
+    c.bench_function(
+        "memory: full answer, fit table for every catalog GPU",
+        |b| b.iter(|| estimate(black_box(&plan), catalog.gpus())),
+    );
+
+    let h100 = catalog.gpu("h100-80gb").unwrap();
+    let time_plan = TimePlan {
+        memory: plan.clone(),
+        gpu: h100,
+        tokens: 2e9,
+        gradient_accumulation_steps: 1,
+        gpus_per_node: 8,
+        mfu: None,
+    };
+    c.bench_function("time: one estimate", |b| {
+        b.iter(|| time::estimate(black_box(&time_plan)))
     });
+
+    let now = jiff::Timestamp::now();
+    let (book, _) = PriceBook::embedded(|g| catalog.gpu(g).is_some(), now);
+    let fx = Fx {
+        cny_per_usd: 7.2,
+        as_of: "2026-09".into(),
+        source: "bench".into(),
+    };
+    // Every provider and price type the book has for the H100 (its largest GPU), spot
+    // rework and the self-build break-even against every option.
+    let cost_plan = CostPlan {
+        gpu: h100,
+        gpus: 8,
+        hours: 120.0,
+        filter: PriceFilter::default(),
+        use_book: true,
+        custom_quotes: Vec::new(),
+        currency: Currency::Cny,
+        fx: &fx,
+        spot: SpotInputs::default(),
+        self_build: Some(SelfBuildInputs {
+            hardware_cost: 2.5e6,
+            power_kw: None,
+            electricity_price_per_kwh: None,
+            pue: None,
+            lifetime_months: None,
+            ops_cost_per_month: None,
+        }),
+        now,
+    };
+    c.bench_function(
+        "cost: whole book for one GPU, all providers and price types",
+        |b| b.iter(|| cost::estimate(black_box(&cost_plan), &book)),
+    );
 }
 
 criterion_group!(estimate_benches, benches);

@@ -24,8 +24,9 @@ const MAX_PRICE_PER_HOUR: f64 = 1e7;
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CustomQuoteInput {
+    /// Default `custom quote N` (N from 1).
     #[schema(example = "our-cloud A100 ×4")]
-    pub name: String,
+    pub name: Option<String>,
     /// Catalog GPU id.
     #[schema(example = "a100-80gb")]
     pub gpu: String,
@@ -378,7 +379,10 @@ fn custom_quote(
     let quote = PriceQuote {
         provider: CUSTOM_PROVIDER.into(),
         region: q.region.clone().unwrap_or_else(|| "custom".into()),
-        sku: q.name.clone(),
+        sku: q
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("custom quote {}", index + 1)),
         gpu: q.gpu.clone(),
         gpu_count: gpus,
         price_type: q.price_type.unwrap_or(PriceType::OnDemand),

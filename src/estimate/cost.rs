@@ -508,3 +508,172 @@ fn self_build(plan: &CostPlan, inputs: &SelfBuildInputs, options: &[CostOption])
         break_even,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::catalog::Catalog;
+
+    fn now() -> jiff::Timestamp {
+        "2026-11-29T00:00:00Z".parse().unwrap()
+    }
+
+    fn catalog() -> &'static Catalog {
+        static CATALOG: OnceLock<Catalog> = OnceLock::new();
+        CATALOG.get_or_init(|| Catalog::embedded().unwrap())
+    }
+
+    fn book() -> &'static PriceBook {
+        static BOOK: OnceLock<PriceBook> = OnceLock::new();
+        BOOK.get_or_init(|| PriceBook::embedded(|g| catalog().gpu(g).is_some(), now()).0)
+    }
+
+    fn fx() -> &'static Fx {
+        static FX: OnceLock<Fx> = OnceLock::new();
+        FX.get_or_init(|| Fx {
+            cny_per_usd: 7.2,
+            as_of: "2026-09".into(),
+            source: "test".into(),
+        })
+    }
+
+    fn plan(gpu: &str, gpus: u64, hours: f64) -> CostPlan<'static> {
+        CostPlan {
+            gpu: catalog().gpu(gpu).unwrap(),
+            gpus,
+            hours,
+            filter: PriceFilter::default(),
+            use_book: true,
+            custom_quotes: Vec::new(),
+            currency: Currency::Usd,
+            fx: fx(),
+            spot: SpotInputs::default(),
+            self_build: None,
+            now: now(),
+        }
+    }
+
+    /// GPUs the book prices.
+    fn priced_gpus() -> Vec<String> {
+        let mut ids: Vec<String> = book().quotes().iter().map(|q| q.gpu.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    #[test]
+    fn young_daly_is_the_square_root_of_twice_write_time_times_mtbf() {
+        let spot = SpotInputs {
+            interruptions_per_hour: Some(0.1),
+            checkpoint_write_minutes: Some(2.0),
+            ..SpotInputs::default()
+        };
+        let (_, detail) = spot_hours(10.0, 1, &spot, "aws").unwrap();
+        // MTBF 600 minutes: √(2 · 2 · 600) ≈ 49 minutes.
+        let interval = detail.young_daly_interval_minutes.unwrap();
+        assert!((interval - (2.0f64 * 2.0 * 600.0).sqrt()).abs() < 1e-9);
+        assert_eq!(detail.checkpoint_interval_minutes, Some(interval));
+        // Two instances fail twice as often.
+        let (_, two) = spot_hours(10.0, 2, &spot, "aws").unwrap();
+        assert!((two.young_daly_interval_minutes.unwrap() - interval / 2f64.sqrt()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn interruptions_faster_than_progress_leave_the_option_out() {
+        let mut p = plan("h100-80gb", 64, 100.0);
+        p.spot.interruptions_per_hour = Some(5.0);
+        p.filter.price_types = vec![PriceType::Spot];
+        let answer = estimate(&p, book());
+        assert!(answer.options.is_empty());
+        assert!(
+            answer
+                .warnings
+                .iter()
+                .any(|w| w.contains("faster than the job"))
+        );
+    }
+
+    #[test]
+    fn reserved_options_come_only_from_providers_that_sell_commitments() {
+        let answer = estimate(&plan("h100-80gb", 8, 100.0), book());
+        let reserved: Vec<&CostOption> = answer
+            .options
+            .iter()
+            .filter(|o| matches!(o.price_type, PriceType::Reserved1y | PriceType::Reserved3y))
+            .collect();
+        assert!(!reserved.is_empty());
+        for o in reserved {
+            assert!(
+                COMMITMENT_PROVIDERS.contains(&o.provider.as_str()),
+                "{}",
+                o.provider
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn cost_is_never_negative_and_rounding_never_undercounts(
+            gpu_index in 0usize..16,
+            gpus in 1u64..=512,
+            hours in 1e-3f64..1e5,
+            interruptions in prop::option::of(0.0f64..2.0),
+            write in prop::option::of(0.0f64..60.0),
+            restart in prop::option::of(0.0f64..120.0),
+            interval in prop::option::of(1.0f64..600.0),
+            yuan in any::<bool>(),
+        ) {
+            let ids = priced_gpus();
+            let mut p = plan(&ids[gpu_index % ids.len()], gpus, hours);
+            p.spot = SpotInputs {
+                checkpoint_interval_minutes: interval,
+                checkpoint_write_minutes: write,
+                restart_minutes: restart,
+                interruptions_per_hour: interruptions,
+            };
+            p.currency = if yuan { Currency::Cny } else { Currency::Usd };
+            p.self_build = Some(SelfBuildInputs {
+                hardware_cost: 1e5,
+                power_kw: None,
+                electricity_price_per_kwh: None,
+                pue: None,
+                lifetime_months: None,
+                ops_cost_per_month: None,
+            });
+            let answer = estimate(&p, book());
+            for o in &answer.options {
+                prop_assert!(o.cost.is_finite() && o.cost >= 0.0, "{o:?}");
+                prop_assert!(o.hours >= hours && o.rework_hours >= 0.0);
+                prop_assert!(o.gpus_rented >= gpus, "{o:?}");
+                prop_assert!(o.gpus_rented < gpus + o.gpus_per_instance);
+            }
+            let build = answer.self_build.unwrap();
+            prop_assert!(build.total_cost_of_ownership >= 0.0 && build.job_cost >= 0.0);
+        }
+
+        #[test]
+        fn spot_rework_is_zero_when_interruptions_are_zero(
+            gpu_index in 0usize..16,
+            gpus in 1u64..=512,
+            hours in 1e-3f64..1e5,
+            write in prop::option::of(0.0f64..60.0),
+            interval in prop::option::of(1.0f64..600.0),
+        ) {
+            let ids = priced_gpus();
+            let mut p = plan(&ids[gpu_index % ids.len()], gpus, hours);
+            p.spot = SpotInputs {
+                checkpoint_interval_minutes: interval,
+                checkpoint_write_minutes: write,
+                restart_minutes: None,
+                interruptions_per_hour: Some(0.0),
+            };
+            for o in estimate(&p, book()).options {
+                prop_assert_eq!(o.rework_hours, 0.0);
+            }
+        }
+    }
+}

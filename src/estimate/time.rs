@@ -580,3 +580,213 @@ impl Communication {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::estimate::{
+        Attention, ModelShape, Optimizations, Optimizer, Parallelism, Projection, Targets,
+    };
+
+    fn catalog() -> &'static Catalog {
+        static CATALOG: OnceLock<Catalog> = OnceLock::new();
+        CATALOG.get_or_init(|| Catalog::embedded().unwrap())
+    }
+
+    fn plan(
+        gpu: &str,
+        parameters: f64,
+        gpus: u64,
+        zero_stage: u8,
+        method: Method,
+    ) -> TimePlan<'static> {
+        let gpu = catalog().gpu(gpu).unwrap();
+        TimePlan {
+            memory: MemoryPlan {
+                model: ModelShape::from_parameter_count(parameters as u64),
+                method,
+                precision: Precision::AmpBf16,
+                optimizer: Optimizer::Adamw,
+                micro_batch_size: 1,
+                sequence_length: 2048,
+                max_sample_tokens: None,
+                gradient_checkpointing: false,
+                attention: Attention::Flash,
+                parallelism: Parallelism {
+                    gpus,
+                    zero_stage,
+                    ..Parallelism::single_gpu()
+                },
+                framework: Framework::Generic,
+                optimizations: Optimizations::default(),
+            },
+            gpu,
+            tokens: 1e9,
+            gradient_accumulation_steps: 1,
+            gpus_per_node: gpu.gpus_per_node.min(gpus),
+            mfu: None,
+        }
+    }
+
+    fn hours(plan: &TimePlan) -> f64 {
+        estimate(plan).unwrap().wall_hours.expected
+    }
+
+    fn any_method() -> impl Strategy<Value = Method> {
+        let targets: Targets = [Projection::Q, Projection::V].into_iter().collect();
+        prop_oneof![
+            Just(Method::Full),
+            (1u64..=64).prop_map(move |rank| Method::Lora { rank, targets }),
+            (1u64..=64).prop_map(move |rank| Method::Qlora {
+                rank,
+                targets,
+                double_quantization: true
+            }),
+            (1u64..=100).prop_map(|virtual_tokens| Method::PrefixTuning { virtual_tokens }),
+        ]
+    }
+
+    #[test]
+    fn flops_per_token_follow_the_method() {
+        let full = plan("a100-80gb", 7e9, 1, 0, Method::Full);
+        let arch = &full.memory.model.architecture;
+        let attention = 12.0 * (arch.layers * arch.heads * arch.head_dim) as f64 * 2048.0;
+        let f = flops_per_token(&full.memory, 2048.0);
+        assert!((f.model - (6.0 * 7e9 + attention)).abs() < 1e-6 * f.model);
+        assert_eq!(f.model, f.hardware);
+        let mut checkpointed = full.memory.clone();
+        checkpointed.gradient_checkpointing = true;
+        let f = flops_per_token(&checkpointed, 2048.0);
+        let expected = 8.0 * 7e9 + attention * 16.0 / 12.0;
+        assert!((f.hardware - expected).abs() < 1e-6 * expected);
+        let lora = plan(
+            "a100-80gb",
+            7e9,
+            1,
+            0,
+            Method::Lora {
+                rank: 8,
+                targets: Targets::all(),
+            },
+        );
+        let f = flops_per_token(&lora.memory, 2048.0);
+        assert!((f.model - (4.0 * 7e9 + attention)).abs() < 1e-6 * f.model);
+    }
+
+    #[test]
+    fn fp8_runs_faster_than_bf16_but_not_twice() {
+        let bf16 = plan("h100-80gb", 8e9, 8, 3, Method::Full);
+        let mut fp8 = bf16.clone();
+        fp8.memory.precision = Precision::Fp8;
+        let speedup = hours(&bf16) / hours(&fp8);
+        assert!((1.2..1.4).contains(&speedup), "{speedup}");
+        // No FP8 on an A100: timed at BF16, with a warning.
+        let mut a100 = plan("a100-80gb", 8e9, 8, 3, Method::Full);
+        a100.memory.precision = Precision::Fp8;
+        assert!(estimate(&a100).unwrap().warnings[0].contains("no FP8"));
+    }
+
+    #[test]
+    fn a_gpu_without_the_precisions_rate_is_an_error_not_a_guess() {
+        let mut b200 = plan("b200-180gb", 8e9, 8, 3, Method::Full);
+        b200.memory.precision = Precision::Fp32;
+        assert!(matches!(estimate(&b200), Err(TimeError::NoPeak { .. })));
+    }
+
+    #[test]
+    fn a_given_mfu_sets_the_compute_time() {
+        let mut given = plan("h100-80gb", 7e9, 8, 3, Method::Full);
+        given.mfu = Some(0.5);
+        let t = estimate(&given).unwrap();
+        let expected = t.total_flops / (8.0 * 989e12 * 0.5) / SECONDS_PER_HOUR;
+        assert!((t.breakdown.compute_hours - expected).abs() < 1e-9 * expected);
+        assert!((t.mfu - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn pipeline_bubbles_and_offload_cost_time() {
+        let mut piped = plan("h100-80gb", 7e10, 16, 1, Method::Full);
+        piped.memory.parallelism.pipeline_parallel = 4;
+        piped.gradient_accumulation_steps = 4;
+        let t = estimate(&piped).unwrap();
+        // (p − 1) / m of compute.
+        let share = t.breakdown.pipeline_bubble_hours / t.breakdown.compute_hours;
+        assert!((share - 0.75).abs() < 1e-9, "{share}");
+        let mut offloaded = plan("a100-80gb", 7e9, 1, 0, Method::Full);
+        offloaded.memory.parallelism.offload_optimizer = true;
+        assert!(estimate(&offloaded).unwrap().breakdown.offload_hours > 0.0);
+    }
+
+    proptest! {
+        #[test]
+        fn time_grows_with_tokens(
+            parameters in 1e8f64..7e10,
+            method in any_method(),
+            tokens in 1e6f64..1e12,
+            more in 1.01f64..100.0,
+        ) {
+            let mut small = plan("h100-80gb", parameters, 8, 3, method);
+            small.tokens = tokens;
+            let mut large = small.clone();
+            large.tokens = tokens * more;
+            prop_assert!(hours(&large) > hours(&small));
+        }
+
+        #[test]
+        fn time_grows_with_parameters(
+            parameters in 1e8f64..2e11,
+            method in any_method(),
+            gpu in prop::sample::select(vec!["a100-80gb", "h100-80gb", "l40s-48gb", "rtx4090-24gb"]),
+        ) {
+            let small = plan(gpu, parameters, 8, 3, method);
+            let large = plan(gpu, parameters * 1.1, 8, 3, method);
+            prop_assert!(hours(&large) > hours(&small), "{} vs {}", hours(&large), hours(&small));
+        }
+
+        /// More GPUs of the same fabric (all in one NVLink node, or all across nodes)
+        /// never make a job slower; the gain need not be linear.
+        #[test]
+        fn more_gpus_take_less_time(
+            parameters in 1e8f64..7e10,
+            method in any_method(),
+            zero_stage in 0u8..=3,
+            gpus in prop::sample::select(vec![1u64, 2, 4, 16, 32, 64]),
+            gpu in prop::sample::select(vec!["a100-80gb", "h100-80gb", "b200-180gb"]),
+            sequence_length in 1024u64..=8192,
+            micro_batch_size in 1u64..=8,
+        ) {
+            let mut fewer = plan(gpu, parameters, gpus, zero_stage, method);
+            fewer.memory.sequence_length = sequence_length;
+            fewer.memory.micro_batch_size = micro_batch_size;
+            let mut more = fewer.clone();
+            more.memory.parallelism.gpus = gpus * 2;
+            more.gpus_per_node = more.gpu.gpus_per_node.min(gpus * 2);
+            let (a, b) = (hours(&fewer), hours(&more));
+            prop_assert!(b < a, "{gpus} → {}: {a} h → {b} h", gpus * 2);
+        }
+
+        #[test]
+        fn answers_are_finite_and_positive(
+            parameters in 1e6f64..1e13,
+            method in any_method(),
+            gpus in 1u64..=4096,
+            zero_stage in 0u8..=3,
+            gpu_index in 0usize..37,
+            tokens in 1.0f64..1e16,
+        ) {
+            let gpu = &catalog().gpus()[gpu_index % catalog().gpus().len()];
+            let mut p = plan(&gpu.id, parameters, gpus, zero_stage, method);
+            p.tokens = tokens;
+            p.gpus_per_node = gpu.gpus_per_node.min(gpus);
+            let t = estimate(&p).unwrap();
+            for value in [t.wall_hours.low, t.wall_hours.expected, t.wall_hours.high, t.mfu, t.tokens_per_second] {
+                prop_assert!(value.is_finite() && value > 0.0, "{value}");
+            }
+        }
+    }
+}

@@ -4,7 +4,7 @@
 use actix_web::test::TestRequest;
 use serde_json::{Value, json};
 
-use crate::support::{BODY_LIMIT, call};
+use crate::support::{BODY_LIMIT, Reply, call};
 
 const MEMORY: &str = "/v1/estimates/memory";
 
@@ -299,43 +299,280 @@ fn cases() -> Vec<(&'static str, Body, u16, &'static str)> {
     ]
 }
 
+/// The reply is the expected problem+json, naming what is wrong.
+fn assert_problem(what: &str, reply: &Reply, status: u16, needle: &str) {
+    assert_eq!(reply.status, status, "{what}: {}", reply.text());
+    assert_eq!(reply.content_type, "application/problem+json", "{what}");
+    let problem = reply.json();
+    assert_eq!(problem["status"], status, "{what}");
+    assert!(
+        problem["type"]
+            .as_str()
+            .unwrap()
+            .starts_with("urn:trainplan:problem:"),
+        "{what}"
+    );
+    assert!(
+        !problem["request_id"].as_str().unwrap().is_empty(),
+        "{what}"
+    );
+    assert!(
+        reply.text().contains(needle),
+        "{what}: {needle:?} not in {}",
+        reply.text()
+    );
+}
+
+async fn post_each(path: &str, cases: Vec<(&'static str, Body, u16, &'static str)>) {
+    for (what, body, status, needle) in cases {
+        let request = match body {
+            Body::Json(value) => TestRequest::post()
+                .uri(path)
+                .insert_header(("content-type", "application/json"))
+                .set_payload(value.to_string()),
+            Body::Raw(content_type, text) => TestRequest::post()
+                .uri(path)
+                .insert_header(("content-type", content_type))
+                .set_payload(text),
+        };
+        assert_problem(what, &call(request).await, status, needle);
+    }
+}
+
 #[actix_web::test]
 async fn malformed_requests_get_problem_json_not_5xx() {
     let cases = cases();
     assert!(cases.len() >= 30);
-    for (what, body, status, needle) in cases {
-        let request = match body {
-            Body::Json(value) => TestRequest::post()
-                .uri(MEMORY)
-                .insert_header(("content-type", "application/json"))
-                .set_payload(value.to_string()),
-            Body::Raw(content_type, text) => TestRequest::post()
-                .uri(MEMORY)
-                .insert_header(("content-type", content_type))
-                .set_payload(text),
-        };
-        let reply = call(request).await;
-        assert_eq!(reply.status, status, "{what}: {}", reply.text());
-        assert_eq!(reply.content_type, "application/problem+json", "{what}");
-        let problem = reply.json();
-        assert_eq!(problem["status"], status, "{what}");
-        assert!(
-            problem["type"]
-                .as_str()
-                .unwrap()
-                .starts_with("urn:trainplan:problem:"),
-            "{what}"
-        );
-        assert!(
-            !problem["request_id"].as_str().unwrap().is_empty(),
-            "{what}"
-        );
-        assert!(
-            reply.text().contains(needle),
-            "{what}: {needle:?} not in {}",
-            reply.text()
-        );
+    post_each(MEMORY, cases).await;
+}
+
+/// A time request: 7B LoRA on two A100 80GB, with `extra` merged in.
+fn time_body(extra: Value) -> Body {
+    let mut body = json!({"model": "llama-2-7b", "method": "lora", "gpu": "a100-80gb",
+        "parallelism": {"gpus": 2}, "workload": {"tokens": 2.0e8}});
+    if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+        b.extend(e);
     }
+    Body::Json(body)
+}
+
+#[actix_web::test]
+async fn bad_time_requests() {
+    use Body::*;
+    let cases = vec![
+        (
+            "no workload",
+            Json(json!({"model": "llama-2-7b"})),
+            422,
+            "/workload",
+        ),
+        (
+            "tokens and samples",
+            time_body(json!({"workload": {"tokens": 1e9, "samples": 10}})),
+            422,
+            "exactly one",
+        ),
+        (
+            "negative tokens",
+            time_body(json!({"workload": {"tokens": -5}})),
+            422,
+            "/workload/tokens",
+        ),
+        (
+            "zero epochs",
+            time_body(json!({"workload": {"samples": 1000, "epochs": 0}})),
+            422,
+            "/workload/epochs",
+        ),
+        (
+            "sample longer than the sequence",
+            time_body(json!({"workload": {"samples": 1000, "tokens_per_sample": 9000}})),
+            422,
+            "/workload/tokens_per_sample",
+        ),
+        (
+            "epochs with tokens",
+            time_body(json!({"workload": {"tokens": 1e9, "epochs": 2}})),
+            422,
+            "/workload/epochs",
+        ),
+        (
+            "unknown workload field",
+            time_body(json!({"workload": {"tokenz": 1e9}})),
+            422,
+            "tokenz",
+        ),
+        ("mfu over 1", time_body(json!({"mfu": 1.5})), 422, "/mfu"),
+        ("mfu zero", time_body(json!({"mfu": 0})), 422, "/mfu"),
+        (
+            "nodes not dividing",
+            time_body(json!({"nodes": 3, "parallelism": {"gpus": 4}})),
+            422,
+            "/nodes",
+        ),
+        (
+            "zero accumulation",
+            time_body(json!({"gradient_accumulation_steps": 0})),
+            422,
+            "/gradient_accumulation_steps",
+        ),
+        (
+            "unknown field",
+            time_body(json!({"hourz": 3})),
+            422,
+            "hourz",
+        ),
+        (
+            "bad memory field too",
+            time_body(json!({"mfu": 2, "micro_batch_size": 0})),
+            422,
+            "/micro_batch_size",
+        ),
+        (
+            "unknown gpu",
+            time_body(json!({"gpu": "a100-81gb"})),
+            404,
+            "a100-80gb",
+        ),
+        ("array body", Json(json!([1, 2])), 422, "JSON object"),
+        (
+            "broken JSON",
+            Raw("application/json", "{\"model\": ".into()),
+            400,
+            "not valid JSON",
+        ),
+    ];
+    post_each("/v1/estimates/time", cases).await;
+}
+
+/// A cost request on explicit hours, with `extra` merged in.
+fn cost_body(extra: Value) -> Body {
+    let mut body = json!({"hours": 50, "gpu": "a100-80gb", "parallelism": {"gpus": 4}});
+    if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+        b.extend(e);
+    }
+    Body::Json(body)
+}
+
+#[actix_web::test]
+async fn bad_cost_requests() {
+    let quote = |q: Value| json!({"pricing": {"custom_quotes": [q]}});
+    let cases = vec![
+        (
+            "unknown currency",
+            cost_body(json!({"pricing": {"currency": "EUR"}})),
+            422,
+            "/pricing/currency",
+        ),
+        (
+            "negative hours",
+            cost_body(json!({"hours": -3})),
+            422,
+            "/hours",
+        ),
+        ("zero hours", cost_body(json!({"hours": 0})), 422, "/hours"),
+        (
+            "hours and a model",
+            cost_body(json!({"model": "llama-2-7b"})),
+            422,
+            "with hours the plan is only gpu and parallelism",
+        ),
+        (
+            "quote without a GPU count",
+            cost_body(quote(
+                json!({"name": "q", "gpu": "a100-80gb", "price_per_gpu_hour": 2.0}),
+            )),
+            422,
+            "/pricing/custom_quotes/0/gpus",
+        ),
+        (
+            "negative quote price",
+            cost_body(quote(
+                json!({"name": "q", "gpu": "a100-80gb", "gpus": 8, "price_per_instance_hour": -1.0}),
+            )),
+            422,
+            "/pricing/custom_quotes/0/price_per_instance_hour",
+        ),
+        (
+            "quote with both prices",
+            cost_body(quote(
+                json!({"name": "q", "gpu": "a100-80gb", "gpus": 8, "price_per_instance_hour": 8.0, "price_per_gpu_hour": 1.0}),
+            )),
+            422,
+            "exactly one",
+        ),
+        (
+            "quote for an unknown GPU",
+            cost_body(quote(
+                json!({"name": "q", "gpu": "a100-8gb", "gpus": 8, "price_per_gpu_hour": 1.0}),
+            )),
+            422,
+            "/pricing/custom_quotes/0/gpu",
+        ),
+        (
+            "quote with a bad date",
+            cost_body(quote(
+                json!({"name": "q", "gpu": "a100-80gb", "gpus": 8, "price_per_gpu_hour": 1.0, "as_of": "last week"}),
+            )),
+            422,
+            "/pricing/custom_quotes/0/as_of",
+        ),
+        (
+            "unknown price type",
+            cost_body(json!({"pricing": {"price_types": ["reserved_5y"]}})),
+            422,
+            "/pricing/price_types/0",
+        ),
+        (
+            "negative interruptions",
+            cost_body(json!({"spot": {"interruptions_per_hour": -1}})),
+            422,
+            "/spot/interruptions_per_hour",
+        ),
+        (
+            "zero checkpoint interval",
+            cost_body(json!({"spot": {"checkpoint_interval_minutes": 0}})),
+            422,
+            "/spot/checkpoint_interval_minutes",
+        ),
+        (
+            "negative hardware cost",
+            cost_body(json!({"self_build": {"hardware_cost": -1}})),
+            422,
+            "/self_build/hardware_cost",
+        ),
+        (
+            "PUE under 1",
+            cost_body(json!({"self_build": {"hardware_cost": 1000, "pue": 0.5}})),
+            422,
+            "/self_build/pue",
+        ),
+        (
+            "self-build without hardware cost",
+            cost_body(json!({"self_build": {"power_kw": 3}})),
+            422,
+            "hardware_cost",
+        ),
+        (
+            "unknown pricing field",
+            cost_body(json!({"pricing": {"provider": "aws"}})),
+            422,
+            "provider",
+        ),
+        (
+            "zero GPUs",
+            cost_body(json!({"parallelism": {"gpus": 0}})),
+            422,
+            "/parallelism/gpus",
+        ),
+        (
+            "time plan without workload",
+            Body::Json(json!({"model": "llama-2-7b"})),
+            422,
+            "/workload",
+        ),
+    ];
+    post_each("/v1/estimates/cost", cases).await;
 }
 
 #[actix_web::test]
@@ -370,15 +607,35 @@ async fn bad_query_strings_and_methods_and_routes() {
         ("/v1/gpus?min_memory_gib=lots", 422, "/query"),
         ("/v1/models?colour=red", 422, "/query"),
         ("/v2/estimates", 404, "no route"),
+        ("/v1/estimates/time?model=llama-2-7b", 422, "/workload"),
+        (
+            "/v1/estimates/time?model=llama-2-7b&tokens=lots",
+            422,
+            "/workload/tokens",
+        ),
+        (
+            "/v1/estimates/cost?hours=5&currency=EUR",
+            422,
+            "/pricing/currency",
+        ),
+        ("/v1/estimates/cost?hours=-5", 422, "/hours"),
+        (
+            "/v1/estimates/cost?hours=5&quote_gpu=a100-80gb&quote_price_per_gpu_hour=2",
+            422,
+            "/pricing/custom_quotes/0/gpus",
+        ),
+        ("/v1/prices?gpu=a100-81gb", 404, "a100-80gb"),
+        ("/v1/prices?price_type=cheap", 422, "/query/price_type"),
+        ("/v1/prices?currency=EUR", 422, "/query"),
+        ("/v1/prices?max_age_hours=-1", 422, "/query/max_age_hours"),
+        ("/v1/prices?colour=red", 422, "/query"),
     ];
     for (uri, status, needle) in cases {
-        let reply = call(TestRequest::get().uri(uri)).await;
-        assert_eq!(reply.status, status, "{uri}: {}", reply.text());
-        assert_eq!(reply.content_type, "application/problem+json", "{uri}");
-        assert!(
-            reply.text().contains(needle),
-            "{uri}: {needle:?} not in {}",
-            reply.text()
+        assert_problem(
+            uri,
+            &call(TestRequest::get().uri(uri)).await,
+            status,
+            needle,
         );
     }
     let reply = call(TestRequest::delete().uri(MEMORY)).await;

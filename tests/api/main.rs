@@ -3,6 +3,7 @@
 mod accuracy;
 mod bad_input;
 mod cli;
+mod costs;
 mod estimates;
 mod hf_config;
 mod openapi;
