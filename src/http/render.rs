@@ -146,18 +146,27 @@ fn csv(value: &Value, rows: &str) -> Result<String, ApiError> {
             .collect(),
         _ => vec![Vec::new()],
     };
+    // Rows can differ in shape (a spot option has spot details, an on-demand one null):
+    // the header is the union of their columns in order of first appearance, and a row
+    // leaves the columns it lacks empty.
+    let mut header: Vec<&str> = Vec::new();
+    for (key, _) in row_values.iter().flatten().chain(&common) {
+        if !header.contains(&key.as_str()) {
+            header.push(key);
+        }
+    }
     let mut writer = csv::Writer::from_writer(Vec::new());
-    let header: Vec<&str> = row_values[0]
-        .iter()
-        .chain(&common)
-        .map(|(k, _)| k.as_str())
-        .collect();
     let internal = |e: csv::Error| ApiError::Internal(e.to_string());
     writer.write_record(&header).map_err(internal)?;
     for row in &row_values {
-        writer
-            .write_record(row.iter().chain(&common).map(|(_, v)| escape(v)))
-            .map_err(internal)?;
+        let cells = header.iter().map(|column| {
+            row.iter()
+                .chain(&common)
+                .find(|(k, _)| k == column)
+                .map(|(_, v)| escape(v))
+                .unwrap_or_default()
+        });
+        writer.write_record(cells).map_err(internal)?;
     }
     let bytes = writer
         .into_inner()
@@ -181,5 +190,17 @@ mod tests {
         assert_eq!(records.len(), 2);
         assert_eq!(&records[1][0], "b");
         assert_eq!(&records[0][3], "'=cmd()");
+    }
+
+    #[test]
+    fn rows_of_different_shapes_share_one_header() {
+        let answer = json!({"rows": [{"a": 1, "spot": null}, {"a": 2, "spot": {"rate": 0.5}}]});
+        let text = csv(&answer, "rows").unwrap();
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+        assert_eq!(header, ["rows.a", "rows.spot", "rows.spot.rate"]);
+        let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        assert_eq!(&records[0][2], "");
+        assert_eq!(&records[1][2], "0.5");
     }
 }

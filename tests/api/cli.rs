@@ -84,3 +84,36 @@ fn serve_on_port_zero_logs_the_chosen_address_and_answers() {
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.to_ascii_lowercase().contains("x-request-id"));
 }
+
+#[test]
+fn estimate_time_and_cost_run_the_example_plans_offline() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let run = |kind: &str| {
+        let output = trainplan()
+            .args(["estimate", kind, "--plan"])
+            .arg(format!("{root}/examples/plans/{kind}.json"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let time = run("time");
+    assert!(time["wall_hours"]["expected"].as_f64().unwrap() > 0.0);
+    let cost = run("cost");
+    assert_eq!(cost["currency"], "CNY");
+    assert_eq!(cost["prices_source"]["kind"], "embedded_snapshot");
+    let negotiated = cost["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["sku"] == "negotiated A100")
+        .unwrap();
+    let hours = time["wall_hours"]["expected"].as_f64().unwrap();
+    assert!((negotiated["cost"].as_f64().unwrap() - 80.0 * hours).abs() < 1e-6 * hours);
+    assert!(cost["self_build"]["break_even"].as_array().unwrap().len() > 3);
+}
