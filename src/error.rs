@@ -144,3 +144,56 @@ impl From<crate::estimate::time::TimeError> for ApiError {
         ApiError::Invalid(vec![FieldError::new("/precision", error.to_string())])
     }
 }
+
+/// The documented problem responses of an operation, as OpenAPI responses.
+fn problem_responses(
+    list: &[(u16, &str)],
+) -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    list.iter()
+        .map(|&(status, description)| {
+            let response = ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/problem+json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("Problem")))
+                        .build(),
+                )
+                .build();
+            (status.to_string(), response.into())
+        })
+        .collect()
+}
+
+/// The problems a POST estimate answers with.
+pub struct PostProblems;
+
+impl utoipa::IntoResponses for PostProblems {
+    fn responses()
+    -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
+        problem_responses(&[
+            (400, "Malformed JSON"),
+            (404, "Unknown model or GPU id (with the closest ids)"),
+            (413, "Body over 64 KiB"),
+            (415, "Body is not JSON"),
+            (
+                422,
+                "Invalid fields, each with a JSON pointer and the accepted values",
+            ),
+        ])
+    }
+}
+
+/// The problems a GET (query-string) estimate answers with.
+pub struct GetProblems;
+
+impl utoipa::IntoResponses for GetProblems {
+    fn responses()
+    -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
+        problem_responses(&[
+            (404, "Unknown model or GPU id (with the closest ids)"),
+            (422, "Invalid or unknown query parameters"),
+        ])
+    }
+}

@@ -63,39 +63,6 @@ pub struct PricingInput {
     pub custom_quotes: Vec<CustomQuoteInput>,
 }
 
-/// Spot settings.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SpotInput {
-    /// Default: the Young/Daly optimum.
-    pub checkpoint_interval_minutes: Option<f64>,
-    /// Default 2.
-    pub checkpoint_write_minutes: Option<f64>,
-    /// Default 10.
-    pub restart_minutes: Option<f64>,
-    /// Per instance (default: a per-provider planning value, stated in each option).
-    #[schema(example = 0.0)]
-    pub interruptions_per_hour: Option<f64>,
-}
-
-/// Owning the hardware instead (amounts in `pricing.currency`).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SelfBuildInput {
-    #[schema(example = 320000.0)]
-    pub hardware_cost: f64,
-    /// Default: 1.8 × the GPUs' TDP (a DGX H100 draws 10.2 kW for 8 × 700 W).
-    pub power_kw: Option<f64>,
-    /// Default 0.13 USD/kWh, converted.
-    pub electricity_price_per_kwh: Option<f64>,
-    /// Default 1.56.
-    pub pue: Option<f64>,
-    /// Default 36.
-    pub lifetime_months: Option<f64>,
-    /// Default 0.
-    pub ops_cost_per_month: Option<f64>,
-}
-
 /// The inputs a cost estimate adds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -105,8 +72,8 @@ pub struct CostInputs {
     #[schema(example = 50.0)]
     pub hours: Option<f64>,
     pub pricing: Option<PricingInput>,
-    pub spot: Option<SpotInput>,
-    pub self_build: Option<SelfBuildInput>,
+    pub spot: Option<SpotInputs>,
+    pub self_build: Option<SelfBuildInputs>,
 }
 
 impl CostInputs {
@@ -231,7 +198,7 @@ impl CostRequest {
             .enumerate()
             .filter_map(|(i, q)| custom_quote(i, q, currency, catalog, &mut problems))
             .collect();
-        let spot = self.cost.spot.clone().unwrap_or_default();
+        let spot = self.cost.spot.unwrap_or_default();
         for (field, value, high) in [
             (
                 "checkpoint_interval_minutes",
@@ -257,7 +224,8 @@ impl CostRequest {
         if let Some(rate) = spot.interruptions_per_hour {
             problems.range("/spot/interruptions_per_hour", rate, 0.0, 10.0);
         }
-        let self_build = self.cost.self_build.as_ref().map(|s| {
+        let self_build = self.cost.self_build;
+        if let Some(s) = &self_build {
             problems.range("/self_build/hardware_cost", s.hardware_cost, 0.0, 1e12);
             for (field, value, high) in [
                 ("power_kw", s.power_kw, 10_000.0),
@@ -278,15 +246,7 @@ impl CostRequest {
             if let Some(months) = s.lifetime_months {
                 problems.range("/self_build/lifetime_months", months, 1.0, 240.0);
             }
-            SelfBuildInputs {
-                hardware_cost: s.hardware_cost,
-                power_kw: s.power_kw,
-                electricity_price_per_kwh: s.electricity_price_per_kwh,
-                pue: s.pue,
-                lifetime_months: s.lifetime_months,
-                ops_cost_per_month: s.ops_cost_per_month,
-            }
-        });
+        }
         let providers = pricing.providers.clone();
         let plan = CostPlan {
             gpu,
@@ -303,12 +263,7 @@ impl CostRequest {
             custom_quotes,
             currency,
             fx,
-            spot: SpotInputs {
-                checkpoint_interval_minutes: spot.checkpoint_interval_minutes,
-                checkpoint_write_minutes: spot.checkpoint_write_minutes,
-                restart_minutes: spot.restart_minutes,
-                interruptions_per_hour: spot.interruptions_per_hour,
-            },
+            spot,
             self_build,
             now,
         };

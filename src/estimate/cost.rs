@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::time::TimeEstimate;
@@ -75,25 +75,37 @@ const DEFAULT_LIFETIME_MONTHS: f64 = 36.0;
 /// Hours in an average month (8,766 h / 12).
 const HOURS_PER_MONTH: f64 = 730.5;
 
-/// Spot settings of the request.
-#[derive(Debug, Clone, Copy, Default)]
+/// Spot settings (the request's `spot`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SpotInputs {
-    /// `None`: the Young/Daly interval.
+    /// Default: the Young/Daly optimum.
     pub checkpoint_interval_minutes: Option<f64>,
+    /// Default 2.
     pub checkpoint_write_minutes: Option<f64>,
+    /// Default 10.
     pub restart_minutes: Option<f64>,
-    /// Per instance; `None`: the provider's default.
+    /// Per instance (default: a per-provider planning value, stated in each option).
+    #[schema(example = 0.0)]
     pub interruptions_per_hour: Option<f64>,
 }
 
-/// Owning the hardware (amounts in the answer's currency).
-#[derive(Debug, Clone, Copy)]
+/// Owning the hardware instead (the request's `self_build`; amounts in the answer's
+/// currency).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SelfBuildInputs {
+    #[schema(example = 320000.0)]
     pub hardware_cost: f64,
+    /// Default: 1.8 × the GPUs' TDP (a DGX H100 draws 10.2 kW for 8 × 700 W).
     pub power_kw: Option<f64>,
+    /// Default 0.13 USD/kWh, converted.
     pub electricity_price_per_kwh: Option<f64>,
+    /// Default 1.56.
     pub pue: Option<f64>,
+    /// Default 36.
     pub lifetime_months: Option<f64>,
+    /// Default 0.
     pub ops_cost_per_month: Option<f64>,
 }
 

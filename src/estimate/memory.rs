@@ -1037,17 +1037,11 @@ fn serde_name<T: Serialize>(value: &T) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::catalog::Catalog;
-    use proptest::prelude::*;
-
-    fn plan(model: &str) -> MemoryPlan {
-        let catalog = Catalog::embedded().unwrap();
+impl MemoryPlan {
+    /// A plan with the design's defaults (§2.1) for the given model.
+    pub(crate) fn with_defaults(model: ModelShape) -> Self {
         MemoryPlan {
-            model: ModelShape::from_architecture(
-                catalog.model(model).unwrap().architecture.clone(),
-            ),
+            model,
             method: Method::Full,
             precision: Precision::AmpBf16,
             optimizer: Optimizer::Adamw,
@@ -1060,6 +1054,20 @@ mod tests {
             framework: Framework::Generic,
             optimizations: Optimizations::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use proptest::prelude::*;
+
+    fn plan(model: &str) -> MemoryPlan {
+        let catalog = Catalog::embedded().unwrap();
+        MemoryPlan::with_defaults(ModelShape::from_architecture(
+            catalog.model(model).unwrap().architecture.clone(),
+        ))
     }
 
     fn device(plan: &MemoryPlan) -> f64 {

@@ -589,9 +589,7 @@ mod tests {
 
     use super::*;
     use crate::catalog::Catalog;
-    use crate::estimate::{
-        Attention, ModelShape, Optimizations, Optimizer, Parallelism, Projection, Targets,
-    };
+    use crate::estimate::{ModelShape, Projection, Targets};
 
     fn catalog() -> &'static Catalog {
         static CATALOG: OnceLock<Catalog> = OnceLock::new();
@@ -606,25 +604,13 @@ mod tests {
         method: Method,
     ) -> TimePlan<'static> {
         let gpu = catalog().gpu(gpu).unwrap();
+        let mut memory =
+            MemoryPlan::with_defaults(ModelShape::from_parameter_count(parameters as u64));
+        memory.method = method;
+        memory.parallelism.gpus = gpus;
+        memory.parallelism.zero_stage = zero_stage;
         TimePlan {
-            memory: MemoryPlan {
-                model: ModelShape::from_parameter_count(parameters as u64),
-                method,
-                precision: Precision::AmpBf16,
-                optimizer: Optimizer::Adamw,
-                micro_batch_size: 1,
-                sequence_length: 2048,
-                max_sample_tokens: None,
-                gradient_checkpointing: false,
-                attention: Attention::Flash,
-                parallelism: Parallelism {
-                    gpus,
-                    zero_stage,
-                    ..Parallelism::single_gpu()
-                },
-                framework: Framework::Generic,
-                optimizations: Optimizations::default(),
-            },
+            memory,
             gpu,
             tokens: 1e9,
             gradient_accumulation_steps: 1,

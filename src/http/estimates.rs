@@ -7,7 +7,7 @@ use super::render::{self, RenderQuery};
 use super::{AppState, JsonBody};
 use crate::api::{CostRequest, MemoryRequest, TimeRequest, from_json_value};
 use crate::catalog::Catalog;
-use crate::error::{ApiError, Problem};
+use crate::error::{ApiError, GetProblems, PostProblems};
 use crate::estimate::cost::{self, CostEstimate};
 use crate::estimate::memory::{self, MemoryEstimate};
 use crate::estimate::time::{self, TimeEstimate};
@@ -412,11 +412,7 @@ pub fn cost_answer(
     responses(
         (status = 200, description = "The estimate (JSON; CSV with `format=csv` or `Accept: text/csv`; one value with `format=text&field=…`)", body = MemoryEstimate,
             example = json!({"per_gpu": {"weights_bytes": 3500000000u64, "gradients_bytes": 3500000000u64, "optimizer_bytes": 21000000000u64, "activations_bytes": 1073741824u64, "logits_bytes": 917504000u64, "adapter_bytes": 0, "model_states_bytes": 28000000000u64, "peak_allocated_bytes": 30500000000u64, "peak_reserved_bytes": 33550000000u64, "device_bytes": 34355306496u64, "total_gib": 31.996}, "range": {"low_bytes": 26453586001u64, "high_bytes": 47066769899u64}, "parameters": {"total": 7000000000u64, "trainable": 7000000000u64, "trainable_fraction": 1.0}, "model_states_formula": "(16/Nd)·Ψ", "cpu_bytes": 0, "peak_phase": "forward_end", "phases": [], "fits": [{"gpu": "a100-80gb", "fits": true, "headroom_bytes": 50647000000i64, "min_gpus": 2, "max_micro_batch_size": 9}], "assumptions": ["precision: amp_bf16 (default)"], "warnings": []})),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown model or GPU id (with the closest ids)", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid fields, each with a JSON pointer and the accepted values", body = Problem, content_type = "application/problem+json"),
+        PostProblems,
     )
 )]
 pub async fn memory_post(
@@ -443,8 +439,7 @@ pub async fn memory_post(
     params(RenderQuery),
     responses(
         (status = 200, description = "The estimate", body = MemoryEstimate, example = json!({"per_gpu": {"total_gib": 31.996}})),
-        (status = 404, description = "Unknown model or GPU id", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid or unknown query parameters", body = Problem, content_type = "application/problem+json"),
+        GetProblems,
     )
 )]
 pub async fn memory_get(
@@ -477,11 +472,7 @@ pub async fn memory_get(
     responses(
         (status = 200, description = "The estimate (JSON; CSV with `format=csv`; one value with `format=text&field=wall_hours.expected`)", body = TimeEstimate,
             example = json!({"total_flops": 5.4e18, "flops_per_token": 2.7e10, "hardware_flops_per_token": 2.7e10, "tokens": 2.0e8, "tokens_per_second": 8000.0, "tokens_per_second_per_gpu": 4000.0, "mfu": 0.35, "hardware_utilization": 0.6, "peak_tflops_per_gpu": 312.0, "wall_hours": {"low": 5.2, "expected": 6.9, "high": 9.4}, "gpu_hours": 13.9, "tokens_per_step": 4096.0, "optimizer_steps": 48828.0, "breakdown": {"compute_hours": 6.9, "communication_hours": 0.0, "pipeline_bubble_hours": 0.0, "offload_hours": 0.0, "restart_hours": 0.0}, "assumptions": ["precision: amp_bf16 (default)"], "warnings": []})),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown model or GPU id (with the closest ids)", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid fields, each with a JSON pointer and the accepted values", body = Problem, content_type = "application/problem+json"),
+        PostProblems,
     )
 )]
 pub async fn time_post(
@@ -507,8 +498,7 @@ pub async fn time_post(
     params(RenderQuery),
     responses(
         (status = 200, description = "The estimate", body = TimeEstimate, example = json!({"wall_hours": {"low": 5.2, "expected": 6.9, "high": 9.4}})),
-        (status = 404, description = "Unknown model or GPU id", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid or unknown query parameters", body = Problem, content_type = "application/problem+json"),
+        GetProblems,
     )
 )]
 pub async fn time_get(
@@ -541,11 +531,7 @@ pub async fn time_get(
     responses(
         (status = 200, description = "Options cheapest first (JSON; CSV rows per option with `format=csv`; one value with `format=text&field=options.0.cost`)", body = CostEstimate,
             example = json!({"gpu": "a100-80gb", "gpus": 4, "hours": 50.0, "currency": "CNY", "options": [{"provider": "custom", "region": "custom", "sku": "negotiated 4×A100", "gpu": "a100-80gb", "price_type": "on_demand", "gpus_per_instance": 4, "instances": 1, "gpus_rented": 4, "price_per_hour": 200.0, "price_per_gpu_hour": 50.0, "hours": 50.0, "rework_hours": 0.0, "cost": 10000.0, "currency": "CNY", "native_price_per_instance_hour": 200.0, "native_currency": "CNY", "as_of": null, "age_hours": null, "source": "custom quote in the request", "source_kind": "Q", "spot": null, "notes": []}], "cheapest": {}, "self_build": null, "fx": {"cny_per_usd": 7.2, "as_of": "2026-09", "source": "configured"}, "prices_source": {"kind": "embedded_snapshot", "snapshot_id": null, "loaded_at": "2026-11-29T00:00:00Z", "rows": 93, "oldest_as_of": "2024-01", "newest_as_of": "2026-09-10"}, "time": null, "assumptions": [], "warnings": []})),
-        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown model or GPU id (with the closest ids)", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid fields (unknown currency, negative hours or prices, a custom quote without a GPU count, …)", body = Problem, content_type = "application/problem+json"),
+        PostProblems,
     )
 )]
 pub async fn cost_post(
@@ -578,8 +564,7 @@ pub async fn cost_post(
     params(RenderQuery),
     responses(
         (status = 200, description = "The estimate", body = CostEstimate, example = json!({"currency": "CNY", "options": [{"provider": "custom", "cost": 10000.0}]})),
-        (status = 404, description = "Unknown model or GPU id", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid or unknown query parameters", body = Problem, content_type = "application/problem+json"),
+        GetProblems,
     )
 )]
 pub async fn cost_get(

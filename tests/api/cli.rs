@@ -6,15 +6,11 @@ fn trainplan() -> Command {
     Command::new(env!("CARGO_BIN_EXE_trainplan"))
 }
 
-#[test]
-fn estimate_memory_prints_the_api_answer_for_a_plan_file() {
-    let directory = std::env::temp_dir().join(format!("trainplan-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&directory).unwrap();
-    let plan = directory.join("plan.json");
-    std::fs::write(&plan, r#"{"model": {"parameters": 7e9}, "parallelism": {"gpus": 4, "zero_stage": 3}, "gpu": "a100-80gb"}"#).unwrap();
+/// Runs `trainplan estimate KIND --plan PLAN`, expects success, returns the JSON answer.
+fn estimate(kind: &str, plan: impl AsRef<std::ffi::OsStr>) -> serde_json::Value {
     let output = trainplan()
-        .args(["estimate", "memory", "--plan"])
-        .arg(&plan)
+        .args(["estimate", kind, "--plan"])
+        .arg(plan)
         .output()
         .unwrap();
     assert_eq!(
@@ -23,7 +19,16 @@ fn estimate_memory_prints_the_api_answer_for_a_plan_file() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn estimate_memory_prints_the_api_answer_for_a_plan_file() {
+    let directory = std::env::temp_dir().join(format!("trainplan-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let plan = directory.join("plan.json");
+    std::fs::write(&plan, r#"{"model": {"parameters": 7e9}, "parallelism": {"gpus": 4, "zero_stage": 3}, "gpu": "a100-80gb"}"#).unwrap();
+    let answer = estimate("memory", &plan);
     assert_eq!(answer["per_gpu"]["model_states_bytes"], 28_000_000_000u64);
 
     std::fs::write(&plan, r#"{"model": "llama-2-7b", "micro_batch_size": 0}"#).unwrap();
@@ -88,20 +93,7 @@ fn serve_on_port_zero_logs_the_chosen_address_and_answers() {
 #[test]
 fn estimate_time_and_cost_run_the_example_plans_offline() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let run = |kind: &str| {
-        let output = trainplan()
-            .args(["estimate", kind, "--plan"])
-            .arg(format!("{root}/examples/plans/{kind}.json"))
-            .output()
-            .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
-    };
+    let run = |kind: &str| estimate(kind, format!("{root}/examples/plans/{kind}.json"));
     let time = run("time");
     assert!(time["wall_hours"]["expected"].as_f64().unwrap() > 0.0);
     let cost = run("cost");

@@ -92,7 +92,7 @@ pub fn enum_value<T: serde::de::DeserializeOwned>(text: &str) -> T {
 }
 
 /// Median of an ascending slice.
-pub fn median(sorted: &[f64]) -> f64 {
+fn median(sorted: &[f64]) -> f64 {
     let n = sorted.len();
     if n % 2 == 1 {
         sorted[n / 2]
@@ -102,8 +102,44 @@ pub fn median(sorted: &[f64]) -> f64 {
 }
 
 /// Value at quantile `p` (0–1) of an ascending slice, nearest rank.
-pub fn quantile(sorted: &[f64], p: f64) -> f64 {
+fn quantile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// An accuracy report's summary of relative errors (predicted / measured − 1).
+pub struct ErrorSummary {
+    pub median_abs: f64,
+    pub worst_abs: f64,
+    pub p10: f64,
+    pub p90: f64,
+}
+
+impl ErrorSummary {
+    pub fn of(errors: &[f64]) -> Self {
+        let mut absolute: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+        absolute.sort_by(f64::total_cmp);
+        let mut signed = errors.to_vec();
+        signed.sort_by(f64::total_cmp);
+        Self {
+            median_abs: median(&absolute),
+            worst_abs: absolute.last().copied().unwrap_or(0.0),
+            p10: quantile(&signed, 0.1),
+            p90: quantile(&signed, 0.9),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "median |error| {:.1} %, worst {:.1} %; signed error p10 {:+.1} %, p90 {:+.1} %",
+            self.median_abs * 100.0,
+            self.worst_abs * 100.0,
+            self.p10 * 100.0,
+            self.p90 * 100.0
+        )
+    }
 }
 
 /// GPUs in the embedded catalog (every reference row plus the additions).

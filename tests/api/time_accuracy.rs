@@ -12,7 +12,7 @@ use trainplan::estimate::{
     Attention, Framework, Method, ModelShape, Optimizations, Optimizer, Parallelism, Precision,
 };
 
-use crate::support::{enum_value, median, quantile};
+use crate::support::{ErrorSummary, enum_value};
 
 const THROUGHPUT_CALIBRATION: &str =
     include_str!("../fixtures/reference/throughput-calibration.csv");
@@ -298,19 +298,8 @@ fn time_accuracy_report() {
             estimate.hardware_utilization
         );
     }
-    let mut absolute: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
-    absolute.sort_by(f64::total_cmp);
-    let mut signed = errors.clone();
-    signed.sort_by(f64::total_cmp);
-    let worst = absolute.last().copied().unwrap_or(0.0);
-    println!(
-        "{} rows: median |error| {:.1} %, worst {:.1} %; signed error p10 {:+.1} %, p90 {:+.1} %",
-        errors.len(),
-        median(&absolute) * 100.0,
-        worst * 100.0,
-        quantile(&signed, 0.1) * 100.0,
-        quantile(&signed, 0.9) * 100.0
-    );
+    let summary = ErrorSummary::of(&errors);
+    println!("{} rows: {summary}", errors.len());
     // Hours scale with 1 / throughput: the true hours are the predicted ones times
     // (1 + error). The range the answers state must hold for 80 % of the rows.
     let covered = errors
@@ -328,8 +317,11 @@ fn time_accuracy_report() {
         "the stated range covers under 80 % of rows"
     );
     assert!(
-        median(&absolute) <= 0.20,
+        summary.median_abs <= 0.20,
         "median |error| above the 20 % target"
     );
-    assert!(worst <= 0.50, "worst |error| above the 50 % target");
+    assert!(
+        summary.worst_abs <= 0.50,
+        "worst |error| above the 50 % target"
+    );
 }
