@@ -20,6 +20,18 @@ pub struct Settings {
     pub fx_cny_per_usd: f64,
     pub fx_as_of: String,
     pub fx_source: String,
+    /// Redis for shared, live prices; absent: the embedded snapshot only.
+    #[serde(default)]
+    pub redis_url: Option<String>,
+    pub redis_prefix: String,
+    /// A feeds file replacing the built-in `pricing-feeds/feeds.toml`.
+    #[serde(default)]
+    pub feeds_file: Option<String>,
+    /// Token for `POST /v1/pricing/refresh`; absent: refresh over HTTP is disabled.
+    #[serde(default)]
+    pub admin_token: Option<String>,
+    /// How often a replica checks Redis for a newer snapshot (pub/sub can miss one).
+    pub poll_interval_seconds: u64,
 }
 
 impl Settings {

@@ -32,6 +32,14 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     #[error("unsupported content type {0:?}; send application/json")]
     UnsupportedMediaType(String),
+    #[error("this operation needs the admin token: send `Authorization: Bearer <token>`")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Unavailable(String),
     #[error("internal error")]
     Internal(String),
 }
@@ -80,6 +88,10 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => {
                 ("unsupported-media-type", "Unsupported media type")
             }
+            ApiError::Unauthorized => ("unauthorized", "Unauthorized"),
+            ApiError::Forbidden(_) => ("forbidden", "Forbidden"),
+            ApiError::Conflict(_) => ("conflict", "Conflict"),
+            ApiError::Unavailable(_) => ("unavailable", "Service unavailable"),
             ApiError::Internal(_) => ("internal", "Internal error"),
         }
     }
@@ -122,6 +134,10 @@ impl ResponseError for ApiError {
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -134,6 +150,9 @@ impl ResponseError for ApiError {
         response.content_type("application/problem+json");
         if let ApiError::MethodNotAllowed { allow } = self {
             response.insert_header((header::ALLOW, allowed_list(allow)));
+        }
+        if let ApiError::Unauthorized = self {
+            response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
         }
         response.json(self.problem())
     }
@@ -194,6 +213,27 @@ impl utoipa::IntoResponses for GetProblems {
         problem_responses(&[
             (404, "Unknown model or GPU id (with the closest ids)"),
             (422, "Invalid or unknown query parameters"),
+        ])
+    }
+}
+
+/// The problems `POST /v1/pricing/refresh` answers with.
+pub struct RefreshProblems;
+
+impl utoipa::IntoResponses for RefreshProblems {
+    fn responses()
+    -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
+        problem_responses(&[
+            (401, "No admin token sent"),
+            (
+                403,
+                "Wrong admin token, or refresh disabled (no token configured)",
+            ),
+            (
+                409,
+                "A refresh is already running (on this or another replica)",
+            ),
+            (503, "The price store (Redis) is unreachable"),
         ])
     }
 }

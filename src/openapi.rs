@@ -21,6 +21,8 @@ use crate::http::query;
         crate::http::estimates::cost_post,
         crate::http::estimates::cost_get,
         crate::http::prices::prices,
+        crate::http::prices::feeds,
+        crate::http::prices::refresh,
         crate::http::catalog::gpus,
         crate::http::catalog::models,
         crate::http::health::livez,
@@ -28,7 +30,7 @@ use crate::http::query;
         crate::http::health::metrics,
     ),
     components(schemas(crate::error::Problem, crate::validation::FieldError)),
-    modifiers(&QueryForms),
+    modifiers(&QueryForms, &AdminToken),
     tags(
         (name = "estimates", description = "Memory, time and cost of a training job"),
         (name = "prices", description = "The price book: dated, sourced GPU prices"),
@@ -37,6 +39,22 @@ use crate::http::query;
     )
 )]
 pub struct ApiDoc;
+
+/// The bearer token `POST /v1/pricing/refresh` requires.
+struct AdminToken;
+
+impl utoipa::Modify for AdminToken {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        openapi
+            .components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme(
+                "admin_token",
+                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            );
+    }
+}
 
 /// Documents the GET forms' query keys from the same tables the decoder reads.
 struct QueryForms;

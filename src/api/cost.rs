@@ -349,6 +349,9 @@ fn custom_quote(
         source: "custom quote in the request".into(),
         source_kind: "Q".into(),
         notes: None,
+        interruptions_per_hour: None,
+        feed: None,
+        stale: false,
     };
     if quote.as_of.is_some() && quote.as_of_date().is_none() {
         problems.push(at("as_of"), "must be a date, YYYY-MM-DD");

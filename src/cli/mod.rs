@@ -1,5 +1,5 @@
-//! The command line: `serve` (default), `estimate memory|time|cost --plan FILE`,
-//! `openapi`.
+//! The command line: `serve` (default), `scrape`, `estimate memory|time|cost --plan
+//! FILE`, `openapi`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,6 +12,9 @@ use crate::config::Settings;
 use crate::error::ApiError;
 use crate::http::{AppState, app, cost_answer, memory_answer, time_answer};
 use crate::pricing::Pricing;
+use crate::pricing::live;
+use crate::pricing::refresh::{FEEDS_TOML, parse_feeds};
+use crate::pricing::store::Store;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,6 +43,11 @@ pub enum Command {
         #[command(subcommand)]
         kind: EstimateKind,
     },
+    /// Run one refresh of the enabled price feeds into Redis (TRAINPLAN_REDIS_URL) and
+    /// exit: for cron or a Kubernetes CronJob. Exit 0 when at least one feed (or none
+    /// enabled) succeeded, 1 when every feed failed or Redis could not be reached, 2 for
+    /// bad configuration.
+    Scrape,
     /// Print the OpenAPI document.
     Openapi,
 }
@@ -89,7 +97,7 @@ pub fn run(cli: Cli) -> i32 {
         }
         Command::Estimate { kind } => {
             let now = jiff::Timestamp::now();
-            let (pricing, _) = Pricing::embedded(&catalog, settings.fx(), now);
+            let (pricing, _) = Pricing::embedded(&catalog, settings.fx());
             let (plan, answer): (&PathBuf, Answer) = match &kind {
                 EstimateKind::Memory { plan } => (plan, &|value| {
                     let request: MemoryRequest = from_json_value(value)?;
@@ -105,15 +113,57 @@ pub fn run(cli: Cli) -> i32 {
             };
             estimate(plan, answer)
         }
+        Command::Scrape => {
+            crate::telemetry::init(settings.log_format, &settings.log_level);
+            let Some(url) = settings.redis_url.clone() else {
+                eprintln!(
+                    "trainplan scrape: set TRAINPLAN_REDIS_URL (the store the refresh writes to)"
+                );
+                return 2;
+            };
+            let (pricing, code) = match pricing(&settings, &catalog, Some(url)) {
+                Ok(pricing) => (pricing, 0),
+                Err(error) => {
+                    eprintln!("trainplan scrape: {error}");
+                    return 2;
+                }
+            };
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    eprintln!("trainplan scrape: {error}");
+                    return 1;
+                }
+            };
+            match runtime.block_on(pricing.refresher.refresh()) {
+                Ok(report) => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&report).unwrap_or_default()
+                    );
+                    if report.all_failed() { 1 } else { code }
+                }
+                Err(error) => {
+                    eprintln!("trainplan scrape: {error}");
+                    1
+                }
+            }
+        }
         Command::Serve { listen } => {
             crate::telemetry::init(settings.log_format, &settings.log_level);
             let listen = listen.unwrap_or_else(|| settings.listen.clone());
-            let (pricing, rejected) =
-                Pricing::embedded(&catalog, settings.fx(), jiff::Timestamp::now());
-            for reason in rejected {
-                tracing::warn!(%reason, "embedded price row not served");
-            }
-            match serve(&listen, catalog, pricing, settings.body_limit_bytes) {
+            let pricing = match pricing(&settings, &catalog, settings.redis_url.clone()) {
+                Ok(pricing) => pricing,
+                Err(error) => {
+                    eprintln!("trainplan: {error}");
+                    return 2;
+                }
+            };
+            let poll = std::time::Duration::from_secs(settings.poll_interval_seconds.max(1));
+            match serve(&listen, catalog, pricing, poll, settings.body_limit_bytes) {
                 Ok(()) => 0,
                 Err(error) => {
                     eprintln!("trainplan: serve on {listen}: {error}");
@@ -122,6 +172,35 @@ pub fn run(cli: Cli) -> i32 {
             }
         }
     }
+}
+
+/// The price machinery from the settings: feeds file, store, admin token.
+fn pricing(
+    settings: &Settings,
+    catalog: &Arc<Catalog>,
+    redis_url: Option<String>,
+) -> Result<Pricing, String> {
+    let feeds_text = match &settings.feeds_file {
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| format!("feeds file {path}: {e}"))?
+        }
+        None => FEEDS_TOML.to_string(),
+    };
+    let feeds = parse_feeds(&feeds_text)?;
+    let store = redis_url
+        .map(|url| Store::new(&url, &settings.redis_prefix))
+        .transpose()?;
+    let (pricing, rejected) = Pricing::new(
+        catalog,
+        settings.fx(),
+        feeds,
+        store,
+        settings.admin_token.clone(),
+    );
+    for reason in rejected {
+        tracing::warn!(%reason, "embedded price row not served");
+    }
+    Ok(pricing)
 }
 
 /// One estimate: from the plan's JSON to the answer's JSON.
@@ -175,9 +254,19 @@ fn serve(
     listen: &str,
     catalog: Arc<Catalog>,
     pricing: Pricing,
+    poll: std::time::Duration,
     body_limit_bytes: usize,
 ) -> std::io::Result<()> {
     actix_web::rt::System::new().block_on(async move {
+        if let Some(store) = pricing.refresher.store.clone() {
+            live::spawn(
+                store,
+                pricing.book.clone(),
+                pricing.health.clone(),
+                poll,
+                pricing.refresher.clone(),
+            );
+        }
         let state = actix_web::web::Data::new(AppState::new(catalog, pricing, body_limit_bytes));
         let server = actix_web::HttpServer::new(move || app(state.clone())).bind(listen)?;
         for address in server.addrs() {

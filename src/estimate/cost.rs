@@ -253,12 +253,22 @@ fn spot_hours(
     hours: f64,
     instances: u64,
     spot: &SpotInputs,
-    provider: &str,
+    quote: &PriceQuote,
 ) -> Option<(f64, SpotDetail)> {
-    let (default_rate, default_source) = default_interruptions_per_hour(provider);
-    let (rate, source) = match spot.interruptions_per_hour {
-        Some(rate) => (rate, "request".to_string()),
-        None => (default_rate, default_source.to_string()),
+    let (rate, source) = match (spot.interruptions_per_hour, quote.interruptions_per_hour) {
+        (Some(rate), _) => (rate, "request".to_string()),
+        (None, Some(rate)) => (
+            rate,
+            format!(
+                "{} ({})",
+                quote.source,
+                quote.notes.as_deref().unwrap_or("feed")
+            ),
+        ),
+        (None, None) => {
+            let (rate, source) = default_interruptions_per_hour(&quote.provider);
+            (rate, source.to_string())
+        }
     };
     let write_minutes = spot
         .checkpoint_write_minutes
@@ -383,7 +393,7 @@ pub fn estimate(plan: &CostPlan, book: &PriceBook) -> CostEstimate {
             notes.push(n.to_string());
         }
         let (hours, spot) = if c.price_type == PriceType::Spot {
-            match spot_hours(plan.hours, instances, &plan.spot, &q.provider) {
+            match spot_hours(plan.hours, instances, &plan.spot, q) {
                 Some((hours, detail)) => (hours, Some(detail)),
                 None => {
                     warnings.push(format!(
@@ -584,13 +594,14 @@ mod tests {
             checkpoint_write_minutes: Some(2.0),
             ..SpotInputs::default()
         };
-        let (_, detail) = spot_hours(10.0, 1, &spot, "aws").unwrap();
+        let aws = &book().quotes()[0];
+        let (_, detail) = spot_hours(10.0, 1, &spot, aws).unwrap();
         // MTBF 600 minutes: √(2 · 2 · 600) ≈ 49 minutes.
         let interval = detail.young_daly_interval_minutes.unwrap();
         assert!((interval - (2.0f64 * 2.0 * 600.0).sqrt()).abs() < 1e-9);
         assert_eq!(detail.checkpoint_interval_minutes, Some(interval));
         // Two instances fail twice as often.
-        let (_, two) = spot_hours(10.0, 2, &spot, "aws").unwrap();
+        let (_, two) = spot_hours(10.0, 2, &spot, aws).unwrap();
         assert!((two.young_daly_interval_minutes.unwrap() - interval / 2f64.sqrt()).abs() < 1e-9);
     }
 

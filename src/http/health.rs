@@ -7,6 +7,8 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use crate::error::ApiError;
+use crate::pricing::BookSource;
+use crate::pricing::live::StoreHealth;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
@@ -21,6 +23,11 @@ pub struct Readiness {
     /// GPUs and models loaded from the embedded catalogs.
     pub catalog_gpus: usize,
     pub catalog_models: usize,
+    /// Where the price book comes from (embedded snapshot or a live refresh) and how old
+    /// its rows are.
+    pub prices_source: BookSource,
+    /// The shared price store as this replica last saw it.
+    pub price_store: StoreHealth,
 }
 
 /// Liveness probe.
@@ -34,14 +41,19 @@ pub async fn livez() -> HttpResponse {
 
 /// Readiness probe.
 ///
-/// Answers 200 when the service has what it needs to answer estimates (the catalogs).
+/// Answers 200 when the service has what it needs to answer estimates: the catalogs and
+/// a price book (the last one from Redis, else the embedded snapshot). Says which book
+/// it serves, how old it is, and whether Redis is reachable — a Redis outage does not
+/// make a replica unready, it serves from memory.
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
-    responses((status = 200, description = "Ready", body = Readiness, example = json!({"status": "ready", "catalog_gpus": 36, "catalog_models": 73}))))]
+    responses((status = 200, description = "Ready", body = Readiness, example = json!({"status": "ready", "catalog_gpus": 37, "catalog_models": 73, "prices_source": {"kind": "embedded_snapshot", "snapshot_id": null, "loaded_at": "2026-11-29T00:00:00Z", "refreshed_at": null, "rows": 93, "oldest_as_of": "2024-01", "newest_as_of": "2026-09-10"}, "price_store": {"state": "not_configured", "error": null, "checked_at": null}}))))]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(Readiness {
         status: "ready",
         catalog_gpus: state.catalog.gpus().len(),
         catalog_models: state.catalog.models().len(),
+        prices_source: state.pricing.book.load().source().clone(),
+        price_store: StoreHealth::clone(&state.pricing.health.load()),
     })
 }
 

@@ -196,6 +196,11 @@ fn routes(config: &mut web::ServiceConfig) {
             ],
         ))
         .service(get_only("/v1/prices", prices::prices))
+        .service(get_only("/v1/pricing/feeds", prices::feeds))
+        .service(resource(
+            "/v1/pricing/refresh",
+            vec![(Method::POST, web::post().to(prices::refresh))],
+        ))
         .service(get_only("/v1/gpus", catalog::gpus))
         .service(get_only("/v1/models", catalog::models))
         .service(get_only("/livez", health::livez))

@@ -6,8 +6,9 @@ use utoipa::IntoParams;
 
 use super::AppState;
 use super::render::{self, Format, RenderQuery};
-use crate::error::{ApiError, Problem};
-use crate::pricing::{self, Currency, PriceFilter, PriceList, PriceType};
+use crate::error::{ApiError, Problem, RefreshProblems};
+use crate::pricing::refresh::{FeedStatus, RefreshError, RefreshReport};
+use crate::pricing::{self, BookSource, Currency, PriceFilter, PriceList, PriceType};
 use crate::validation::Problems;
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -114,4 +115,104 @@ pub async fn prices(
         field: query.field,
     };
     render::respond(&request, &render, &answer, "prices")
+}
+
+/// `GET /v1/pricing/feeds`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct FeedList {
+    /// Every configured feed, enabled or not.
+    pub configured: Vec<ConfiguredFeed>,
+    /// Each feed's outcome in the refresh that made the current book (empty while the
+    /// embedded snapshot is served).
+    pub feeds: Vec<FeedStatus>,
+    pub prices_source: BookSource,
+}
+
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ConfiguredFeed {
+    pub name: String,
+    pub kind: pricing::feeds::FeedKind,
+    pub enabled: bool,
+    pub interval_seconds: u64,
+}
+
+/// List the price feeds and their status.
+///
+/// Every configured feed, and for the refresh behind the current book each feed's last
+/// success, last error, rows kept (and how many are stale), rows rejected by reason,
+/// quarantined price jumps and duration. Read from memory; no request waits on Redis.
+#[utoipa::path(
+    get, path = "/v1/pricing/feeds", operation_id = "list_price_feeds", tag = "prices",
+    responses(
+        (status = 200, description = "Feed statuses", body = FeedList,
+            example = json!({"configured": [{"name": "azure-eastus", "kind": "azure_retail", "enabled": true, "interval_seconds": 21600}], "feeds": [{"name": "azure-eastus", "kind": "azure_retail", "last_attempt": "2026-11-29T12:00:00Z", "last_success": "2026-11-29T12:00:00Z", "last_error": null, "rows_kept": 14, "rows_stale": 0, "rows_rejected": {"unmapped VM size": 3}, "quarantined": [], "duration_ms": 840, "stale": false}], "prices_source": {"kind": "live", "snapshot_id": "1796040000-1a2b3c4d", "loaded_at": "2026-11-29T12:00:01Z", "refreshed_at": "2026-11-29T12:00:00Z", "rows": 101, "oldest_as_of": "2024-01", "newest_as_of": "2026-11-29"}})),
+    )
+)]
+pub async fn feeds(state: web::Data<AppState>) -> HttpResponse {
+    let book = state.pricing.book.load();
+    HttpResponse::Ok().json(FeedList {
+        configured: state
+            .pricing
+            .refresher
+            .feeds
+            .iter()
+            .map(|f| ConfiguredFeed {
+                name: f.name.clone(),
+                kind: f.kind,
+                enabled: f.enabled,
+                interval_seconds: f.interval_seconds,
+            })
+            .collect(),
+        feeds: book.feeds().to_vec(),
+        prices_source: book.source().clone(),
+    })
+}
+
+/// Refresh the prices now.
+///
+/// Runs every enabled feed, validates and publishes a new snapshot (to Redis when
+/// configured, which every replica then picks up), and answers with each feed's
+/// outcome. Needs the admin token as `Authorization: Bearer <token>`.
+#[utoipa::path(
+    post, path = "/v1/pricing/refresh", operation_id = "refresh_prices", tag = "prices",
+    responses(
+        (status = 200, description = "The refresh ran", body = RefreshReport,
+            example = json!({"snapshot_id": "1796040000-1a2b3c4d", "rows": 101, "stored": true, "feeds": []})),
+        RefreshProblems,
+    ),
+    security(("admin_token" = []))
+)]
+pub async fn refresh(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(expected) = state.pricing.admin_token.as_deref() else {
+        return Err(ApiError::Forbidden(
+            "refresh over HTTP is disabled: no admin token is configured (TRAINPLAN_ADMIN_TOKEN)"
+                .into(),
+        ));
+    };
+    let given = request
+        .headers()
+        .get(actix_web::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or(ApiError::Unauthorized)?;
+    if !constant_time_eq(given.as_bytes(), expected.as_bytes()) {
+        return Err(ApiError::Forbidden("the admin token is wrong".into()));
+    }
+    match state.pricing.refresher.refresh().await {
+        Ok(report) => Ok(HttpResponse::Ok().json(report)),
+        Err(RefreshError::Busy) => Err(ApiError::Conflict(
+            "a refresh is already running (on this or another replica)".into(),
+        )),
+        Err(RefreshError::Store(error)) => Err(ApiError::Unavailable(format!(
+            "the price store is unreachable: {error}"
+        ))),
+    }
+}
+
+/// Compares secrets without leaking where they differ through timing.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

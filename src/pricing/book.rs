@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::quote::{PriceQuote, PriceType, read_csv};
+use super::refresh::FeedStatus;
 
 /// The embedded default prices (`pricing-feeds/snapshot.csv`).
 pub const SNAPSHOT_CSV: &str = include_str!("../../pricing-feeds/snapshot.csv");
@@ -31,6 +32,8 @@ pub struct BookSource {
     pub snapshot_id: Option<String>,
     /// When this replica loaded the book (RFC 3339).
     pub loaded_at: String,
+    /// When the refresh that made the snapshot ran (live books only).
+    pub refreshed_at: Option<String>,
     pub rows: usize,
     /// Oldest and newest reading in the book.
     pub oldest_as_of: Option<String>,
@@ -55,6 +58,7 @@ pub struct PriceBook {
     quotes: Vec<PriceQuote>,
     by_gpu: HashMap<String, Vec<usize>>,
     source: BookSource,
+    feeds: Vec<FeedStatus>,
 }
 
 impl PriceBook {
@@ -79,6 +83,7 @@ impl PriceBook {
             kind,
             snapshot_id,
             loaded_at: loaded_at.to_string(),
+            refreshed_at: None,
             rows: quotes.len(),
             oldest_as_of,
             newest_as_of,
@@ -87,7 +92,19 @@ impl PriceBook {
             quotes,
             by_gpu,
             source,
+            feeds: Vec::new(),
         }
+    }
+
+    /// The feed statuses of the refresh that made this book, and when it ran.
+    pub fn with_feeds(mut self, feeds: Vec<FeedStatus>, refreshed_at: Option<String>) -> Self {
+        self.feeds = feeds;
+        self.source.refreshed_at = refreshed_at;
+        self
+    }
+
+    pub fn feeds(&self) -> &[FeedStatus] {
+        &self.feeds
     }
 
     /// The embedded snapshot, validated against the GPU catalog. Rows that fail are

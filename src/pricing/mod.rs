@@ -2,7 +2,12 @@
 //! refresh that replaces it.
 
 pub mod book;
+pub mod feeds;
+pub mod fetch;
+pub mod live;
 pub mod quote;
+pub mod refresh;
+pub mod store;
 
 pub use book::{BookKind, BookSource, PriceBook, PriceFilter, SharedBook};
 pub use quote::{Currency, Fx, PriceQuote, PriceType};
@@ -13,24 +18,47 @@ use arc_swap::ArcSwap;
 
 use crate::catalog::Catalog;
 
-/// The prices a replica serves from, and the rate that converts them.
+/// The prices a replica serves from, the rate that converts them, and the machinery
+/// that refreshes them.
 pub struct Pricing {
     pub book: SharedBook,
     pub fx: Fx,
+    pub refresher: Arc<refresh::Refresher>,
+    pub health: live::SharedHealth,
+    pub admin_token: Option<String>,
 }
 
 impl Pricing {
-    /// The embedded snapshot, validated against the catalog; rows it could not use are
-    /// returned so the caller can log them (the snapshot test requires none).
-    pub fn embedded(catalog: &Catalog, fx: Fx, now: jiff::Timestamp) -> (Self, Vec<String>) {
+    /// The embedded snapshot, validated against the catalog, with these feeds and store;
+    /// rows it could not use are returned so the caller can log them (the snapshot test
+    /// requires none).
+    pub fn new(
+        catalog: &Arc<Catalog>,
+        fx: Fx,
+        feeds: Vec<refresh::FeedConfig>,
+        store: Option<store::Store>,
+        admin_token: Option<String>,
+    ) -> (Self, Vec<String>) {
+        let now = jiff::Timestamp::now();
         let (book, rejected) = PriceBook::embedded(|gpu| catalog.gpu(gpu).is_some(), now);
+        let book: SharedBook = Arc::new(ArcSwap::from_pointee(book));
+        let refresher =
+            refresh::Refresher::new(feeds, store, catalog.clone(), book.clone(), fx.clone());
         (
             Self {
-                book: Arc::new(ArcSwap::from_pointee(book)),
+                book,
                 fx,
+                refresher: Arc::new(refresher),
+                health: Arc::new(ArcSwap::from_pointee(live::StoreHealth::not_configured())),
+                admin_token,
             },
             rejected,
         )
+    }
+
+    /// The embedded snapshot alone: no feeds, no store, no admin token.
+    pub fn embedded(catalog: &Arc<Catalog>, fx: Fx) -> (Self, Vec<String>) {
+        Self::new(catalog, fx, Vec::new(), None, None)
     }
 }
 

@@ -114,6 +114,17 @@ pub struct PriceQuote {
     pub source_kind: String,
     #[serde(default)]
     pub notes: Option<String>,
+    /// Spot interruptions per instance-hour, where the source publishes a risk (AWS Spot
+    /// Advisor); the cost model prefers it to its planning default.
+    #[serde(default)]
+    pub interruptions_per_hour: Option<f64>,
+    /// The live feed the row came from (absent for snapshot rows and custom quotes).
+    #[serde(default)]
+    pub feed: Option<String>,
+    /// True when the row is a feed's last good value, kept because the latest fetch
+    /// failed or moved the price implausibly.
+    #[serde(default)]
+    pub stale: bool,
 }
 
 impl PriceQuote {

@@ -27,7 +27,7 @@ pub async fn service() -> impl Service<
     Error = actix_web::Error,
 > {
     let catalog = Arc::new(Catalog::embedded().unwrap());
-    let (pricing, rejected) = Pricing::embedded(&catalog, fx(), jiff::Timestamp::now());
+    let (pricing, rejected) = Pricing::embedded(&catalog, fx());
     assert!(rejected.is_empty(), "{rejected:?}");
     let state = web::Data::new(AppState::new(catalog, pricing, BODY_LIMIT));
     test::init_service(app(state)).await
