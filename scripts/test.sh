@@ -1,8 +1,38 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting, lints, the OpenAPI sync check and every
-# test (unit, property, integration through the real HTTP stack, CLI, accuracy reports).
+# test (unit, property, parser, integration through the real HTTP stack with a real
+# Redis, CLI, accuracy reports).
+#
+# Redis: TRAINPLAN_TEST_REDIS_URL when set (the tests only touch keys under their own
+# random prefixes and never flush it); otherwise a throwaway redis-server on a free port,
+# stopped on exit (Debian's redis-server package is installed first if it is missing and
+# apt-get can). The tests that stop and restart Redis start their own instance from the
+# same binary (TRAINPLAN_TEST_REDIS_SERVER).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if ! command -v redis-server >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        apt-get install -y --no-install-recommends redis-server >/dev/null \
+            || { apt-get update >/dev/null && apt-get install -y --no-install-recommends redis-server >/dev/null; }
+    fi
+fi
+command -v redis-server >/dev/null 2>&1 || { echo "redis-server is needed for the tests" >&2; exit 1; }
+export TRAINPLAN_TEST_REDIS_SERVER="$(command -v redis-server)"
+
+if [ -z "${TRAINPLAN_TEST_REDIS_URL:-}" ]; then
+    port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    redis_dir="$(mktemp -d)"
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+        --dir "$redis_dir" --daemonize no >"$redis_dir/log" 2>&1 &
+    redis_pid=$!
+    trap 'kill "$redis_pid" 2>/dev/null || true; rm -rf "$redis_dir"' EXIT
+    for _ in $(seq 1 50); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+        sleep 0.1
+    done
+    export TRAINPLAN_TEST_REDIS_URL="redis://127.0.0.1:$port"
+fi
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings

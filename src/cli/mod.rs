@@ -121,8 +121,8 @@ pub fn run(cli: Cli) -> i32 {
                 );
                 return 2;
             };
-            let (pricing, code) = match pricing(&settings, &catalog, Some(url)) {
-                Ok(pricing) => (pricing, 0),
+            let pricing = match pricing(&settings, &catalog, Some(url)) {
+                Ok(pricing) => pricing,
                 Err(error) => {
                     eprintln!("trainplan scrape: {error}");
                     return 2;
@@ -144,7 +144,7 @@ pub fn run(cli: Cli) -> i32 {
                         "{}",
                         serde_json::to_string_pretty(&report).unwrap_or_default()
                     );
-                    if report.all_failed() { 1 } else { code }
+                    i32::from(report.all_failed())
                 }
                 Err(error) => {
                     eprintln!("trainplan scrape: {error}");

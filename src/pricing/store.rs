@@ -27,6 +27,19 @@ fn text(error: redis::RedisError) -> String {
     error.to_string()
 }
 
+/// Runs one command; a failed one drops the cached connection so that the next call
+/// connects afresh (after a Redis restart, say).
+macro_rules! with_connection {
+    ($store:expr, |$c:ident| $body:expr) => {{
+        let mut $c = $store.connection().await?;
+        let result = $body.await.map_err(text);
+        if result.is_err() {
+            $store.connection.lock().await.take();
+        }
+        result
+    }};
+}
+
 impl Store {
     pub fn new(url: &str, prefix: &str) -> Result<Self, String> {
         Ok(Self {
@@ -66,8 +79,7 @@ impl Store {
 
     /// Id of the current snapshot, if any.
     pub async fn current_id(&self) -> Result<Option<String>, String> {
-        let mut c = self.connection().await?;
-        c.get(self.key("current")).await.map_err(text)
+        with_connection!(self, |c| c.get(self.key("current")))
     }
 
     pub async fn load(&self, id: &str) -> Result<Option<StoredSnapshot>, String> {
@@ -103,22 +115,19 @@ impl Store {
             pipe.expire(self.key(&format!("snapshot:{old}")), SUPERSEDED_TTL_SECONDS);
         }
         pipe.publish(self.channel(), &snapshot.id);
-        let mut c = self.connection().await?;
-        pipe.query_async::<()>(&mut c).await.map_err(text)
+        with_connection!(self, |c| pipe.query_async::<()>(&mut c))
     }
 
     /// `SET lock token NX PX ttl`: true when this caller now holds the lock.
     pub async fn try_lock(&self, token: &str, ttl: Duration) -> Result<bool, String> {
-        let mut c = self.connection().await?;
-        let set: Option<String> = redis::cmd("SET")
+        let mut command = redis::cmd("SET");
+        command
             .arg(self.key("lock:refresh"))
             .arg(token)
             .arg("NX")
             .arg("PX")
-            .arg(ttl.as_millis() as u64)
-            .query_async(&mut c)
-            .await
-            .map_err(text)?;
+            .arg(ttl.as_millis() as u64);
+        let set: Option<String> = with_connection!(self, |c| command.query_async(&mut c))?;
         Ok(set.is_some())
     }
 
@@ -127,14 +136,9 @@ impl Store {
         let script = redis::Script::new(
             "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end",
         );
-        let mut c = self.connection().await?;
-        let renewed: i64 = script
-            .key(self.key("lock:refresh"))
-            .arg(token)
-            .arg(ttl.as_millis() as u64)
-            .invoke_async(&mut c)
-            .await
-            .map_err(text)?;
+        let mut invocation = script.key(self.key("lock:refresh"));
+        invocation.arg(token).arg(ttl.as_millis() as u64);
+        let renewed: i64 = with_connection!(self, |c| invocation.invoke_async(&mut c))?;
         Ok(renewed == 1)
     }
 
@@ -143,13 +147,8 @@ impl Store {
         let script = redis::Script::new(
             "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
         );
-        let mut c = self.connection().await?;
-        script
-            .key(self.key("lock:refresh"))
-            .arg(token)
-            .invoke_async::<i64>(&mut c)
-            .await
-            .map(|_| ())
-            .map_err(text)
+        let mut invocation = script.key(self.key("lock:refresh"));
+        invocation.arg(token);
+        with_connection!(self, |c| invocation.invoke_async::<i64>(&mut c)).map(|_| ())
     }
 }

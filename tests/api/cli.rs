@@ -109,3 +109,70 @@ fn estimate_time_and_cost_run_the_example_plans_offline() {
     assert!((negotiated["cost"].as_f64().unwrap() - 80.0 * hours).abs() < 1e-6 * hours);
     assert!(cost["self_build"]["break_even"].as_array().unwrap().len() > 3);
 }
+
+#[test]
+fn scrape_refreshes_once_into_redis_and_fails_when_every_feed_fails() {
+    let Ok(redis_url) = std::env::var("TRAINPLAN_TEST_REDIS_URL") else {
+        panic!("TRAINPLAN_TEST_REDIS_URL is not set: run scripts/test.sh");
+    };
+    let directory = std::env::temp_dir().join(format!("trainplan-scrape-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let sheet = format!(
+        "{}/tests/fixtures/feeds/sheet.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let feeds = |url: &str| {
+        let path = directory.join("feeds.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "[[feed]]\nname = \"sheet\"\nkind = \"csv_url\"\nenabled = true\nurl = \"{url}\"\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let prefix = format!("trainplan-test-{}", uuid::Uuid::new_v4().simple());
+    let scrape = |feeds_file: &std::path::Path, redis: Option<&str>| {
+        let mut command = trainplan();
+        command
+            .arg("scrape")
+            .env("TRAINPLAN_FEEDS_FILE", feeds_file)
+            .env("TRAINPLAN_REDIS_PREFIX", &prefix)
+            .env_remove("TRAINPLAN_REDIS_URL");
+        if let Some(url) = redis {
+            command.env("TRAINPLAN_REDIS_URL", url);
+        }
+        command.output().unwrap()
+    };
+
+    let good = feeds(&format!("file://{sheet}"));
+    assert_eq!(scrape(&good, None).status.code(), Some(2));
+    let output = scrape(&good, Some(&redis_url));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["stored"], true);
+    assert_eq!(report["feeds"][0]["rows_kept"], 2);
+
+    let missing = feeds("file:///nonexistent/quotes.csv");
+    let output = scrape(&missing, Some(&redis_url));
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    // The failed feed keeps its last good rows, stale.
+    assert_eq!(report["feeds"][0]["rows_stale"], 2);
+
+    let client = redis::Client::open(redis_url.as_str()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query(&mut c)
+        .unwrap();
+    assert!(keys.iter().any(|k| k.ends_with(":current")));
+    let _: () = redis::cmd("DEL").arg(keys).query(&mut c).unwrap();
+    std::fs::remove_dir_all(&directory).unwrap();
+}
