@@ -35,6 +35,21 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// An empty variable (`TRAINPLAN_ADMIN_TOKEN=` from a template) means "not set": an
+    /// empty admin token must never authorise anything.
+    fn without_empty_values(mut self) -> Self {
+        for value in [
+            &mut self.redis_url,
+            &mut self.feeds_file,
+            &mut self.admin_token,
+        ] {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                *value = None;
+            }
+        }
+        self
+    }
+
     /// The configured exchange rate.
     pub fn fx(&self) -> crate::pricing::Fx {
         crate::pricing::Fx {
@@ -55,6 +70,7 @@ impl Settings {
             .add_source(config::Environment::with_prefix("TRAINPLAN").try_parsing(true))
             .build()?
             .try_deserialize()
+            .map(Self::without_empty_values)
     }
 }
 
@@ -73,5 +89,24 @@ mod tests {
         assert_eq!(settings.listen, "127.0.0.1:8080");
         assert_eq!(settings.body_limit_bytes, 65_536);
         assert_eq!(settings.log_format, LogFormat::Human);
+        assert_eq!(settings.redis_url, None);
+        assert_eq!(settings.admin_token, None);
+    }
+
+    #[test]
+    fn an_empty_admin_token_is_no_token() {
+        let settings: Settings = config::Config::builder()
+            .add_source(config::File::from_str(DEFAULTS, config::FileFormat::Toml))
+            .set_override("admin_token", "  ")
+            .unwrap()
+            .set_override("redis_url", "")
+            .unwrap()
+            .build()
+            .unwrap()
+            .try_deserialize()
+            .map(Settings::without_empty_values)
+            .unwrap();
+        assert_eq!(settings.admin_token, None);
+        assert_eq!(settings.redis_url, None);
     }
 }

@@ -186,7 +186,12 @@ pub async fn refresh(
     request: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let Some(expected) = state.pricing.admin_token.as_deref() else {
+    let Some(expected) = state
+        .pricing
+        .admin_token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    else {
         return Err(ApiError::Forbidden(
             "refresh over HTTP is disabled: no admin token is configured (TRAINPLAN_ADMIN_TOKEN)"
                 .into(),

@@ -176,3 +176,36 @@ fn scrape_refreshes_once_into_redis_and_fails_when_every_feed_fails() {
     let _: () = redis::cmd("DEL").arg(keys).query(&mut c).unwrap();
     std::fs::remove_dir_all(&directory).unwrap();
 }
+
+/// Every command the compose file runs with the trainplan image is a real subcommand
+/// with real flags (no Docker engine here to run it).
+#[test]
+fn compose_commands_are_real_subcommands_and_flags() {
+    let compose = include_str!("../../docker-compose.yml");
+    let commands: Vec<Vec<String>> = compose
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("command: "))
+        .map(|flow| serde_json::from_str(flow).expect("command is a flow-style list"))
+        .filter(|args: &Vec<String>| args.first().is_some_and(|a| a != "redis-server"))
+        .collect();
+    assert!(commands.len() >= 2, "{commands:?}");
+    for args in commands {
+        let help = trainplan().arg(&args[0]).arg("--help").output().unwrap();
+        assert_eq!(help.status.code(), Some(0), "{args:?}");
+        let text = String::from_utf8_lossy(&help.stdout);
+        for flag in args.iter().filter(|a| a.starts_with("--")) {
+            assert!(
+                text.contains(flag.as_str()),
+                "{flag} is not a flag of {}",
+                args[0]
+            );
+        }
+    }
+    for variable in [
+        "TRAINPLAN_REDIS_URL",
+        "TRAINPLAN_FEEDS_FILE",
+        "TRAINPLAN_ADMIN_TOKEN",
+    ] {
+        assert!(compose.contains(variable), "{variable}");
+    }
+}
