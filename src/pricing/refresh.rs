@@ -53,6 +53,12 @@ pub struct FeedConfig {
     /// `runpod`, `vast`: the POST body (defaults to the public query).
     #[serde(default)]
     pub body: Option<String>,
+    /// Keep only these catalog GPUs (default: every GPU the feed maps).
+    #[serde(default)]
+    pub gpus: Vec<String>,
+    /// Keep only these regions (default: every region).
+    #[serde(default)]
+    pub regions: Vec<String>,
     #[serde(default = "defaults::interval_seconds")]
     pub interval_seconds: u64,
     #[serde(default = "defaults::timeout_seconds")]
@@ -242,7 +248,13 @@ pub fn compose(
                 for text in &parsed.rejected {
                     *status.rows_rejected.entry(reason_of(text)).or_default() += 1;
                 }
-                for quote in parsed.quotes {
+                let feed = &outcome.feed;
+                let wanted = |q: &PriceQuote| {
+                    (feed.gpus.is_empty() || feed.gpus.contains(&q.gpu))
+                        && (feed.regions.is_empty()
+                            || feed.regions.iter().any(|r| q.serves_region(r)))
+                };
+                for quote in parsed.quotes.into_iter().filter(wanted) {
                     let gpu = catalog.gpu(&quote.gpu);
                     let reason = quote.problem(|g| catalog.gpu(g).is_some()).or_else(|| {
                         let (low, high) = bounds(gpu?.class);

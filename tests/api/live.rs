@@ -284,7 +284,7 @@ async fn failing_feeds_keep_their_last_good_rows_and_report_the_error() {
             "skypilot-gcp",
             "skypilot_catalog",
             &format!("{base}/sky-gcp"),
-            "provider = \"gcp\"",
+            "provider = \"gcp\"\ngpus = [\"a100-40gb\"]",
         ),
         feed("runpod", "runpod", &format!("{base}/runpod"), ""),
         feed("vast", "vast", &format!("{base}/vast"), "max_bytes = 5000"),
@@ -337,6 +337,19 @@ async fn failing_feeds_keep_their_last_good_rows_and_report_the_error() {
             "{name}: {status}"
         );
     }
+    // The GCP feed keeps only the GPU its filter names.
+    let gcp = json(&a, TestRequest::get().uri("/v1/prices?provider=gcp"))
+        .await
+        .1;
+    assert!(
+        gcp["prices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["gpu"] == "a100-40gb"),
+        "{gcp}"
+    );
+    assert_eq!(kept(&first, "skypilot-gcp").0, 2);
     // Vast's payload is over its 5,000-byte limit from the start.
     assert!(
         kept(&first, "vast").1["last_error"]
