@@ -1,5 +1,5 @@
 //! Estimator speed: memory (one estimate, and with the fit table for every catalog GPU),
-//! time, and cost across the whole embedded price book. Run with
+//! time, cost across the whole embedded price book, and a full recommendation. Run with
 //! `cargo bench --bench estimate`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -7,6 +7,7 @@ use std::hint::black_box;
 use trainplan::catalog::Catalog;
 use trainplan::estimate::cost::{self, CostPlan, SelfBuildInputs, SpotInputs};
 use trainplan::estimate::memory::{MemoryPlan, Prepared, estimate};
+use trainplan::estimate::recommend::{Quality, RecommendInputs, TaskType, recommend};
 use trainplan::estimate::time::{self, TimePlan};
 use trainplan::estimate::{
     Attention, Framework, Method, ModelShape, Optimizations, Optimizer, Parallelism, Precision,
@@ -101,6 +102,38 @@ fn benches(c: &mut Criterion) {
         "cost: whole book for one GPU, all providers and price types",
         |b| b.iter(|| cost::estimate(black_box(&cost_plan), &book)),
     );
+
+    // The decision tree over every GPU the book prices: fleets, times and costs.
+    let inputs = RecommendInputs {
+        model: ModelShape::from_architecture(
+            catalog.model("llama-2-7b").unwrap().architecture.clone(),
+        ),
+        task: TaskType::General,
+        quality: Quality::Max,
+        samples: 200_000.0,
+        tokens_per_sample: 512,
+        epochs: 3.0,
+        deadline_hours: Some(48.0),
+        budget: None,
+        currency: Currency::Usd,
+        project_months: 24.0,
+        runs: 50.0,
+        can_operate_hardware: true,
+        hardware_cost_per_gpu: Some(15_000.0),
+        ops_cost_per_month: None,
+        providers: Vec::new(),
+        price_types: Vec::new(),
+        gpus: catalog
+            .gpus()
+            .iter()
+            .filter(|g| book.quotes().iter().any(|q| q.gpu == g.id))
+            .collect(),
+        fx: &fx,
+        now,
+    };
+    c.bench_function("recommendation: whole catalog and book", |b| {
+        b.iter(|| recommend(black_box(&inputs), &book))
+    });
 }
 
 criterion_group!(estimate_benches, benches);

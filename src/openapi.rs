@@ -3,7 +3,7 @@
 
 use utoipa::OpenApi;
 
-use crate::http::estimates::{COST_TABLES, MEMORY_TABLES, TIME_TABLES};
+use crate::http::estimates::{COST_TABLES, MEMORY_TABLES, RECOMMEND_TABLES, TIME_TABLES};
 use crate::http::query;
 
 #[derive(OpenApi)]
@@ -20,6 +20,8 @@ use crate::http::query;
         crate::http::estimates::time_get,
         crate::http::estimates::cost_post,
         crate::http::estimates::cost_get,
+        crate::http::estimates::recommend_post,
+        crate::http::estimates::recommend_get,
         crate::http::prices::prices,
         crate::http::prices::feeds,
         crate::http::prices::refresh,
@@ -65,6 +67,7 @@ impl utoipa::Modify for QueryForms {
             ("/v1/estimates/memory", MEMORY_TABLES),
             ("/v1/estimates/time", TIME_TABLES),
             ("/v1/estimates/cost", COST_TABLES),
+            ("/v1/recommendations", RECOMMEND_TABLES),
         ] {
             if let Some(get) = openapi
                 .paths

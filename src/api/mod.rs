@@ -18,9 +18,11 @@ use crate::estimate::{
 use crate::validation::{FieldError, Problems};
 
 pub mod cost;
+pub mod recommend;
 pub mod time;
 
 pub use cost::CostRequest;
+pub use recommend::RecommendationRequest;
 pub use time::TimeRequest;
 
 /// Smallest and largest parameter count accepted for a bare `{"parameters": N}`.
@@ -83,6 +85,49 @@ impl<'de> Deserialize<'de> for ModelInput {
                 "model must be a catalog id string or an object with exactly one of `architecture`, `hf_config`, `parameters`",
             )),
         }
+    }
+}
+
+impl ModelInput {
+    /// The model's shape: a catalog entry (404 with the closest ids when unknown), an
+    /// architecture, a Hugging Face config, or a typical shape for a parameter count.
+    pub fn resolve(
+        &self,
+        catalog: &Catalog,
+        problems: &mut Problems,
+    ) -> Result<ModelShape, ApiError> {
+        Ok(match self {
+            ModelInput::Id(id) => match catalog.model(id) {
+                Some(entry) => ModelShape::from_architecture(entry.architecture.clone()),
+                None => {
+                    return Err(ApiError::NotFound {
+                        what: "model",
+                        id: id.clone(),
+                        suggestions: catalog.closest_models(id),
+                    });
+                }
+            },
+            ModelInput::Architecture { architecture } => {
+                ModelShape::from_architecture(architecture.resolve(problems))
+            }
+            ModelInput::HfConfig { hf_config } => {
+                match hf_config::parse(hf_config, "/model/hf_config") {
+                    Ok(architecture) => ModelShape::from_architecture(architecture),
+                    Err(errors) => return Err(ApiError::Invalid(errors)),
+                }
+            }
+            ModelInput::Parameters { parameters } => {
+                if !(MIN_PARAMETERS..=MAX_PARAMETERS).contains(parameters) {
+                    problems.push(
+                        "/model/parameters",
+                        format!("must be between {MIN_PARAMETERS:e} and {MAX_PARAMETERS:e}; got {parameters:e}"),
+                    );
+                }
+                ModelShape::from_parameter_count(
+                    parameters.clamp(MIN_PARAMETERS, MAX_PARAMETERS) as u64
+                )
+            }
+        })
     }
 }
 
@@ -329,38 +374,7 @@ impl MemoryRequest {
         let mut default =
             |name: &str, value: String| defaulted.push(format!("{name}: {value} (default)"));
 
-        let model = match &self.model {
-            ModelInput::Id(id) => match catalog.model(id) {
-                Some(entry) => ModelShape::from_architecture(entry.architecture.clone()),
-                None => {
-                    return Err(ApiError::NotFound {
-                        what: "model",
-                        id: id.clone(),
-                        suggestions: catalog.closest_models(id),
-                    });
-                }
-            },
-            ModelInput::Architecture { architecture } => {
-                ModelShape::from_architecture(architecture.resolve(&mut problems))
-            }
-            ModelInput::HfConfig { hf_config } => {
-                match hf_config::parse(hf_config, "/model/hf_config") {
-                    Ok(architecture) => ModelShape::from_architecture(architecture),
-                    Err(errors) => return Err(ApiError::Invalid(errors)),
-                }
-            }
-            ModelInput::Parameters { parameters } => {
-                if !(MIN_PARAMETERS..=MAX_PARAMETERS).contains(parameters) {
-                    problems.push(
-                        "/model/parameters",
-                        format!("must be between {MIN_PARAMETERS:e} and {MAX_PARAMETERS:e}; got {parameters:e}"),
-                    );
-                }
-                ModelShape::from_parameter_count(
-                    parameters.clamp(MIN_PARAMETERS, MAX_PARAMETERS) as u64
-                )
-            }
-        };
+        let model = self.model.resolve(catalog, &mut problems)?;
         let arch = &model.architecture;
 
         let method_name = self.method.unwrap_or_else(|| {

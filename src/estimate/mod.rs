@@ -4,6 +4,7 @@
 pub mod cost;
 pub mod memory;
 mod profile;
+pub mod recommend;
 pub mod time;
 pub mod units;
 

@@ -5,11 +5,12 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use super::query::{self, Kind, Mapping};
 use super::render::{self, RenderQuery};
 use super::{AppState, JsonBody};
-use crate::api::{CostRequest, MemoryRequest, TimeRequest, from_json_value};
+use crate::api::{CostRequest, MemoryRequest, RecommendationRequest, TimeRequest, from_json_value};
 use crate::catalog::Catalog;
 use crate::error::{ApiError, GetProblems, PostProblems};
 use crate::estimate::cost::{self, CostEstimate};
 use crate::estimate::memory::{self, MemoryEstimate};
+use crate::estimate::recommend::{self, Recommendation};
 use crate::estimate::time::{self, TimeEstimate};
 use crate::pricing::Pricing;
 
@@ -164,6 +165,114 @@ pub const MEMORY_QUERY: &[Mapping] = &[
     ),
 ];
 
+/// Query keys of `GET /v1/recommendations`.
+pub const RECOMMEND_QUERY: &[Mapping] = &[
+    (
+        "model",
+        "/model",
+        Kind::Text,
+        "Catalog model id, e.g. llama-2-7b",
+    ),
+    (
+        "parameters",
+        "/model/parameters",
+        Kind::Number,
+        "Parameter count instead of a model id",
+    ),
+    (
+        "samples",
+        "/dataset/samples",
+        Kind::Number,
+        "Training samples",
+    ),
+    (
+        "tokens_per_sample",
+        "/dataset/tokens_per_sample",
+        Kind::Integer,
+        "Tokens per sample (default 512)",
+    ),
+    (
+        "epochs",
+        "/dataset/epochs",
+        Kind::Number,
+        "Epochs (default 3)",
+    ),
+    (
+        "task_type",
+        "/task_type",
+        Kind::Text,
+        "simple | general | complex",
+    ),
+    ("quality", "/quality", Kind::Text, "max | balanced | budget"),
+    (
+        "deadline_hours",
+        "/deadline_hours",
+        Kind::Number,
+        "Wall hours one run may take",
+    ),
+    (
+        "budget",
+        "/budget/amount",
+        Kind::Number,
+        "Money for the whole project",
+    ),
+    (
+        "currency",
+        "/budget/currency",
+        Kind::Text,
+        "USD (default) or CNY",
+    ),
+    (
+        "project_months",
+        "/project_months",
+        Kind::Number,
+        "Project duration in months (default 1)",
+    ),
+    (
+        "expected_runs",
+        "/expected_runs",
+        Kind::Number,
+        "Training runs over the project (default 1)",
+    ),
+    (
+        "can_operate_hardware",
+        "/can_operate_hardware",
+        Kind::Bool,
+        "The team can run its own servers",
+    ),
+    (
+        "hardware_cost_per_gpu",
+        "/hardware_cost_per_gpu",
+        Kind::Number,
+        "Self-build hardware price per GPU",
+    ),
+    (
+        "ops_cost_per_month",
+        "/ops_cost_per_month",
+        Kind::Number,
+        "Self-build operations per month",
+    ),
+    (
+        "providers",
+        "/providers",
+        Kind::List,
+        "Comma-separated providers to consider",
+    ),
+    (
+        "price_types",
+        "/price_types",
+        Kind::List,
+        "Comma-separated price types allowed",
+    ),
+    (
+        "gpus",
+        "/gpus",
+        Kind::List,
+        "Comma-separated catalog GPUs to consider",
+    ),
+];
+
+pub const RECOMMEND_TABLES: &[&[Mapping]] = &[RECOMMEND_QUERY];
 pub const MEMORY_TABLES: &[&[Mapping]] = &[MEMORY_QUERY];
 pub const TIME_TABLES: &[&[Mapping]] = &[MEMORY_QUERY, TIME_QUERY];
 pub const COST_TABLES: &[&[Mapping]] = &[MEMORY_QUERY, TIME_QUERY, COST_QUERY];
@@ -579,4 +688,88 @@ pub async fn cost_get(
         jiff::Timestamp::now(),
     )?;
     render::respond(&request, &render, &answer, "options")
+}
+
+/// The recommendation for a request (HTTP and CLI).
+pub fn recommendation_answer(
+    request: &RecommendationRequest,
+    catalog: &Catalog,
+    pricing: &Pricing,
+    now: jiff::Timestamp,
+) -> Result<Recommendation, ApiError> {
+    let book = pricing.book.load();
+    let (inputs, defaulted) = request.resolve(catalog, &book, &pricing.fx, now)?;
+    let mut answer = recommend::recommend(&inputs, &book);
+    lead_with(defaulted, &mut answer.assumptions);
+    Ok(answer)
+}
+
+/// Recommend a fine-tuning strategy.
+///
+/// The decision tree of the seed article, executed: method from data size, quality and
+/// budget; for each GPU the smallest fleet that fits (and larger ones for deadlines),
+/// timed and priced on the live book; then the deployment (spot for short work, reserved
+/// or self-build past the break-even, hybrid when both apply). The answer lists every
+/// node with the value seen and the branch taken, the chosen plan, the alternatives that
+/// meet the deadline cheapest first, and why the others were rejected.
+#[utoipa::path(
+    post,
+    path = "/v1/recommendations",
+    operation_id = "recommend_strategy",
+    tag = "estimates",
+    params(RenderQuery),
+    request_body(content = RecommendationRequest, description = "Model, data, quality, deadline, budget and how long the project lasts.",
+        examples(
+            ("full_7b" = (summary = "7B, 200k samples, maximum quality", value = json!({"model": "llama-2-7b", "dataset": {"samples": 200000, "tokens_per_sample": 512, "epochs": 3}, "quality": "max"}))),
+            ("lora_budget" = (summary = "7B, 20k samples, balanced, one-week experiment", value = json!({"model": "llama-2-7b", "dataset": {"samples": 20000}, "quality": "balanced", "project_months": 0.25})))
+        )),
+    responses(
+        (status = 200, description = "The recommendation (JSON; CSV rows per alternative with `format=csv`)", body = Recommendation,
+            example = json!({"path": [{"node": "method", "value": "200000 samples, quality max, task general", "branch": "full fine-tuning: over 100k samples and maximum quality"}], "method": "full", "deployment": "spot", "plan": {"method": "full", "gpu": "a100-80gb", "gpus": 4, "zero_stage": 3, "provider": "lambda", "region": "global", "sku": "gpu_8x_a100_80gb_sxm4", "price_type": "spot", "checkpoint_interval_minutes": 42.0, "memory_per_gpu_gib": 41.2, "hours": 30.5, "cost": 420.0, "project_cost": 420.0, "currency": "USD"}, "alternatives": [], "rejected": [{"gpu": "t4-16gb", "gpus": 64, "reason": "does not fit on up to 64 GPUs"}], "assumptions": [], "warnings": []})),
+        PostProblems,
+    )
+)]
+pub async fn recommend_post(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    render: web::Query<RenderQuery>,
+    body: JsonBody<RecommendationRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let answer = recommendation_answer(
+        &body.0,
+        &state.catalog,
+        &state.pricing,
+        jiff::Timestamp::now(),
+    )?;
+    render::respond(&request, &render, &answer, "alternatives")
+}
+
+/// Recommend a fine-tuning strategy (query-string form).
+///
+/// The same recommendation as `POST /v1/recommendations` from a plain URL: `model`,
+/// `samples`, `quality`, `deadline_hours`, `budget`, `currency`, `project_months`, ….
+#[utoipa::path(
+    get,
+    path = "/v1/recommendations",
+    operation_id = "recommend_strategy_get",
+    tag = "estimates",
+    params(RenderQuery),
+    responses(
+        (status = 200, description = "The recommendation", body = Recommendation, example = json!({"method": "lora", "deployment": "spot"})),
+        GetProblems,
+    )
+)]
+pub async fn recommend_get(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (value, render) = query::to_json(request.query_string(), RECOMMEND_TABLES)?;
+    let body: RecommendationRequest = from_json_value(value)?;
+    let answer = recommendation_answer(
+        &body,
+        &state.catalog,
+        &state.pricing,
+        jiff::Timestamp::now(),
+    )?;
+    render::respond(&request, &render, &answer, "alternatives")
 }

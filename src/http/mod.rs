@@ -195,6 +195,13 @@ fn routes(config: &mut web::ServiceConfig) {
                 (Method::GET, web::get().to(estimates::cost_get)),
             ],
         ))
+        .service(resource(
+            "/v1/recommendations",
+            vec![
+                (Method::POST, web::post().to(estimates::recommend_post)),
+                (Method::GET, web::get().to(estimates::recommend_get)),
+            ],
+        ))
         .service(get_only("/v1/prices", prices::prices))
         .service(get_only("/v1/pricing/feeds", prices::feeds))
         .service(resource(

@@ -9,5 +9,6 @@ mod feeds;
 mod hf_config;
 mod live;
 mod openapi;
+mod recommend;
 mod support;
 mod time_accuracy;
