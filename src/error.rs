@@ -76,6 +76,20 @@ pub struct Problem {
 }
 
 impl ApiError {
+    /// The same error with its field pointers under `prefix` (a request nested in a
+    /// larger one).
+    pub fn under(self, prefix: &str) -> Self {
+        match self {
+            ApiError::Invalid(errors) => ApiError::Invalid(
+                errors
+                    .into_iter()
+                    .map(|e| FieldError::new(format!("{prefix}{}", e.pointer), e.message))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+
     /// Stable machine code and title of each variant.
     fn code(&self) -> (&'static str, &'static str) {
         match self {

@@ -22,6 +22,7 @@ use crate::http::query;
         crate::http::estimates::cost_get,
         crate::http::estimates::recommend_post,
         crate::http::estimates::recommend_get,
+        crate::http::gate::budget,
         crate::http::prices::prices,
         crate::http::prices::feeds,
         crate::http::prices::refresh,
@@ -35,6 +36,7 @@ use crate::http::query;
     modifiers(&QueryForms, &AdminToken),
     tags(
         (name = "estimates", description = "Memory, time and cost of a training job"),
+        (name = "gates", description = "Pass/fail checks for CI"),
         (name = "prices", description = "The price book: dated, sourced GPU prices"),
         (name = "catalog", description = "GPUs and models the estimators know"),
         (name = "operations", description = "Health and metrics"),

@@ -18,10 +18,12 @@ use crate::estimate::{
 use crate::validation::{FieldError, Problems};
 
 pub mod cost;
+pub mod gate;
 pub mod recommend;
 pub mod time;
 
 pub use cost::CostRequest;
+pub use gate::GateRequest;
 pub use recommend::RecommendationRequest;
 pub use time::TimeRequest;
 

@@ -1,6 +1,8 @@
 //! The command line: `serve` (default), `scrape`, `estimate memory|time|cost --plan
 //! FILE`, `openapi`.
 
+mod gate;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -48,6 +50,10 @@ pub enum Command {
     /// enabled) succeeded, 1 when every feed failed or Redis could not be reached, 2 for
     /// bad configuration.
     Scrape,
+    /// Check a plan against a budget, for CI: exit 0 pass, 1 fail, 2 bad input, 3 prices
+    /// unavailable or older than allowed. Writes $GITHUB_STEP_SUMMARY and $GITHUB_OUTPUT
+    /// when set.
+    Gate(gate::GateArgs),
     /// Print the OpenAPI document.
     Openapi,
 }
@@ -112,6 +118,10 @@ pub fn run(cli: Cli) -> i32 {
                 }),
             };
             estimate(plan, answer)
+        }
+        Command::Gate(args) => {
+            let (pricing, _) = Pricing::embedded(&catalog, settings.fx());
+            gate::run(&args, &catalog, pricing)
         }
         Command::Scrape => {
             crate::telemetry::init(settings.log_format, &settings.log_level);

@@ -2,6 +2,7 @@
 //! no async, no actix, no Redis.
 
 pub mod cost;
+pub mod gate;
 pub mod memory;
 mod profile;
 pub mod recommend;

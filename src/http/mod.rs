@@ -3,6 +3,7 @@
 pub(crate) mod catalog;
 pub(crate) mod estimates;
 mod extract;
+pub(crate) mod gate;
 pub(crate) mod health;
 pub(crate) mod prices;
 pub(crate) mod query;
@@ -27,8 +28,9 @@ use crate::openapi::ApiDoc;
 use crate::pricing::Pricing;
 use crate::validation::FieldError;
 
-pub use estimates::{cost_answer, memory_answer, time_answer};
+pub use estimates::{cost_answer, memory_answer, recommendation_answer, time_answer};
 pub use extract::JsonBody;
+pub use gate::gate_answer;
 
 /// Shared, read-only state of every worker.
 pub struct AppState {
@@ -201,6 +203,10 @@ fn routes(config: &mut web::ServiceConfig) {
                 (Method::POST, web::post().to(estimates::recommend_post)),
                 (Method::GET, web::get().to(estimates::recommend_get)),
             ],
+        ))
+        .service(resource(
+            "/v1/gates/budget",
+            vec![(Method::POST, web::post().to(gate::budget))],
         ))
         .service(get_only("/v1/prices", prices::prices))
         .service(get_only("/v1/pricing/feeds", prices::feeds))

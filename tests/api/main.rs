@@ -6,6 +6,7 @@ mod cli;
 mod costs;
 mod estimates;
 mod feeds;
+mod gate;
 mod hf_config;
 mod live;
 mod openapi;
