@@ -32,6 +32,9 @@ pub struct Settings {
     pub admin_token: Option<String>,
     /// How often a replica checks Redis for a newer snapshot (pub/sub can miss one).
     pub poll_interval_seconds: u64,
+    /// `name:sha256hex,…`: when set, `/v1/` requests need one of these keys.
+    #[serde(default)]
+    pub api_keys: Option<String>,
 }
 
 impl Settings {

@@ -32,8 +32,8 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     #[error("unsupported content type {0:?}; send application/json")]
     UnsupportedMediaType(String),
-    #[error("this operation needs the admin token: send `Authorization: Bearer <token>`")]
-    Unauthorized,
+    #[error("{0}")]
+    Unauthorized(String),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]
@@ -102,7 +102,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => {
                 ("unsupported-media-type", "Unsupported media type")
             }
-            ApiError::Unauthorized => ("unauthorized", "Unauthorized"),
+            ApiError::Unauthorized(_) => ("unauthorized", "Unauthorized"),
             ApiError::Forbidden(_) => ("forbidden", "Forbidden"),
             ApiError::Conflict(_) => ("conflict", "Conflict"),
             ApiError::Unavailable(_) => ("unavailable", "Service unavailable"),
@@ -148,7 +148,7 @@ impl ResponseError for ApiError {
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -165,7 +165,7 @@ impl ResponseError for ApiError {
         if let ApiError::MethodNotAllowed { allow } = self {
             response.insert_header((header::ALLOW, allowed_list(allow)));
         }
-        if let ApiError::Unauthorized = self {
+        if let ApiError::Unauthorized(_) = self {
             response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
         }
         response.json(self.problem())

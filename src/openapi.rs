@@ -44,19 +44,33 @@ use crate::http::query;
 )]
 pub struct ApiDoc;
 
-/// The bearer token `POST /v1/pricing/refresh` requires.
+/// The bearer token `POST /v1/pricing/refresh` requires, and the optional API keys.
 struct AdminToken;
 
 impl utoipa::Modify for AdminToken {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement};
         use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-        openapi
-            .components
-            .get_or_insert_with(Default::default)
-            .add_security_scheme(
-                "admin_token",
-                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
-            );
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "admin_token",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+        // Optional API keys (when the deployment configures them): a header, or the
+        // query string for spreadsheets that cannot send headers.
+        components.add_security_scheme(
+            "api_key_header",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Api-Key"))),
+        );
+        components.add_security_scheme(
+            "api_key_query",
+            SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::new("api_key"))),
+        );
+        openapi.security = Some(vec![
+            SecurityRequirement::default(),
+            SecurityRequirement::new("api_key_header", Vec::<String>::new()),
+            SecurityRequirement::new("api_key_query", Vec::<String>::new()),
+        ]);
     }
 }
 

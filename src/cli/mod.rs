@@ -12,6 +12,7 @@ use crate::api::{CostRequest, MemoryRequest, TimeRequest, from_json_slice, from_
 use crate::catalog::Catalog;
 use crate::config::Settings;
 use crate::error::ApiError;
+use crate::http::keys::ApiKeys;
 use crate::http::{AppState, app, cost_answer, memory_answer, time_answer};
 use crate::pricing::Pricing;
 use crate::pricing::live;
@@ -172,8 +173,17 @@ pub fn run(cli: Cli) -> i32 {
                     return 2;
                 }
             };
+            let keys = match ApiKeys::parse(settings.api_keys.as_deref().unwrap_or("")) {
+                Ok(keys) => keys,
+                Err(error) => {
+                    eprintln!("trainplan: TRAINPLAN_API_KEYS: {error}");
+                    return 2;
+                }
+            };
             let poll = std::time::Duration::from_secs(settings.poll_interval_seconds.max(1));
-            match serve(&listen, catalog, pricing, poll, settings.body_limit_bytes) {
+            let state =
+                AppState::new(catalog, pricing, settings.body_limit_bytes).with_api_keys(keys);
+            match serve(&listen, state, poll) {
                 Ok(()) => 0,
                 Err(error) => {
                     eprintln!("trainplan: serve on {listen}: {error}");
@@ -260,14 +270,9 @@ fn estimate(path: &PathBuf, answer: Answer) -> i32 {
 }
 
 /// Binds and serves until the process is stopped.
-fn serve(
-    listen: &str,
-    catalog: Arc<Catalog>,
-    pricing: Pricing,
-    poll: std::time::Duration,
-    body_limit_bytes: usize,
-) -> std::io::Result<()> {
+fn serve(listen: &str, state: AppState, poll: std::time::Duration) -> std::io::Result<()> {
     actix_web::rt::System::new().block_on(async move {
+        let pricing = &state.pricing;
         if let Some(store) = pricing.refresher.store.clone() {
             live::spawn(
                 store,
@@ -277,7 +282,7 @@ fn serve(
                 pricing.refresher.clone(),
             );
         }
-        let state = actix_web::web::Data::new(AppState::new(catalog, pricing, body_limit_bytes));
+        let state = actix_web::web::Data::new(state);
         let server = actix_web::HttpServer::new(move || app(state.clone())).bind(listen)?;
         for address in server.addrs() {
             tracing::info!(%address, "trainplan listening on http://{address}");

@@ -23,6 +23,8 @@ pub struct GpuFilter {
     pub q: Option<String>,
     pub format: Option<Format>,
     pub field: Option<String>,
+    /// CSV only: start with a UTF-8 byte-order mark (for Excel).
+    pub bom: Option<bool>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -74,6 +76,7 @@ pub async fn gpus(
     let render_query = RenderQuery {
         format: filter.format,
         field: filter.field.clone(),
+        bom: filter.bom,
     };
     render::respond(
         &request,
@@ -100,6 +103,8 @@ pub struct ModelFilter {
     pub q: Option<String>,
     pub format: Option<Format>,
     pub field: Option<String>,
+    /// CSV only: start with a UTF-8 byte-order mark (for Excel).
+    pub bom: Option<bool>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -148,6 +153,7 @@ pub async fn models(
     let render_query = RenderQuery {
         format: filter.format,
         field: filter.field.clone(),
+        bom: filter.bom,
     };
     render::respond(
         &request,

@@ -5,6 +5,7 @@ pub(crate) mod estimates;
 mod extract;
 pub(crate) mod gate;
 pub(crate) mod health;
+pub mod keys;
 pub(crate) mod prices;
 pub(crate) mod query;
 pub mod render;
@@ -17,7 +18,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
-use actix_web::{App, Error, HttpRequest, HttpResponse, web};
+use actix_web::{App, Error, HttpMessage, HttpRequest, HttpResponse, web};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 use utoipa::OpenApi;
 use utoipa_swagger_ui::SwaggerUi;
@@ -38,6 +39,8 @@ pub struct AppState {
     pub pricing: Pricing,
     pub metrics: Metrics,
     pub body_limit_bytes: usize,
+    /// Empty: no key needed.
+    pub api_keys: keys::ApiKeys,
 }
 
 impl AppState {
@@ -47,7 +50,14 @@ impl AppState {
             pricing,
             metrics: Metrics::new(),
             body_limit_bytes,
+            api_keys: keys::ApiKeys::default(),
         }
+    }
+
+    /// The same state, requiring one of these keys on `/v1/` requests.
+    pub fn with_api_keys(mut self, keys: keys::ApiKeys) -> Self {
+        self.api_keys = keys;
+        self
     }
 }
 
@@ -145,7 +155,13 @@ async fn request_context(
     }
     // Health checks are polled constantly; keep them out of the access log.
     if !matches!(path.as_str(), "/livez" | "/readyz" | "/metrics") {
-        tracing::info!(request_id = %id, %method, %path, status, elapsed_us = elapsed.as_micros() as u64, "request");
+        let key = response
+            .request()
+            .extensions()
+            .get::<keys::KeyName>()
+            .map(|k| k.0.clone())
+            .unwrap_or_default();
+        tracing::info!(request_id = %id, %method, %path, status, key, elapsed_us = elapsed.as_micros() as u64, "request");
     }
     Ok(response)
 }
@@ -246,6 +262,7 @@ pub fn app(
         .app_data(web::QueryConfig::default().error_handler(|error, _| {
             ApiError::Invalid(vec![FieldError::new("/query", error.to_string())]).into()
         }))
+        .wrap(from_fn(keys::guard))
         .wrap(from_fn(request_context))
         .configure(routes)
         .default_service(web::to(|request: HttpRequest| async move {

@@ -33,6 +33,8 @@ pub struct PriceQuery {
     pub currency: Option<Currency>,
     pub format: Option<Format>,
     pub field: Option<String>,
+    /// CSV only: start with a UTF-8 byte-order mark (for Excel).
+    pub bom: Option<bool>,
 }
 
 fn list(text: Option<&str>) -> Vec<String> {
@@ -113,6 +115,7 @@ pub async fn prices(
     let render = RenderQuery {
         format: query.format,
         field: query.field,
+        bom: query.bom,
     };
     render::respond(&request, &render, &answer, "prices")
 }
@@ -202,7 +205,11 @@ pub async fn refresh(
         .get(actix_web::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or(ApiError::Unauthorized)?;
+        .ok_or_else(|| {
+            ApiError::Unauthorized(
+                "this operation needs the admin token: send `Authorization: Bearer <token>`".into(),
+            )
+        })?;
     if !constant_time_eq(given.as_bytes(), expected.as_bytes()) {
         return Err(ApiError::Forbidden("the admin token is wrong".into()));
     }

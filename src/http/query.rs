@@ -44,12 +44,13 @@ pub fn to_json(query: &str, tables: &[&[Mapping]]) -> Result<(Value, RenderQuery
                 )),
             },
             "field" => render.field = Some(raw),
+            "bom" => render.bom = Some(raw == "true" || raw == "1"),
             _ => match mappings.iter().find(|(name, ..)| *name == key) {
                 Some(&&(_, pointer, kind, _)) => insert(&mut root, pointer, convert(&raw, kind)),
                 None => errors.push(FieldError::new(
                     format!("/query/{key}"),
                     format!(
-                        "unknown query parameter; accepted: {}, format, field",
+                        "unknown query parameter; accepted: {}, format, field, bom",
                         mappings
                             .iter()
                             .map(|(name, ..)| *name)

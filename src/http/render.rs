@@ -28,6 +28,9 @@ pub struct RenderQuery {
     /// Dotted path of the value for `format=text`, e.g. `per_gpu.total_gib` or
     /// `fits.0.min_gpus`.
     pub field: Option<String>,
+    /// CSV only: start with a UTF-8 byte-order mark, so that Excel reads the file as
+    /// UTF-8.
+    pub bom: Option<bool>,
 }
 
 /// Renders `answer`; `rows` names the array that becomes the CSV rows (its scalars are
@@ -51,9 +54,13 @@ pub fn respond<T: Serialize>(
         Format::Csv => {
             let value =
                 serde_json::to_value(answer).map_err(|e| ApiError::Internal(e.to_string()))?;
+            let mut text = csv(&value, rows)?;
+            if render.bom == Some(true) {
+                text.insert(0, '\u{feff}');
+            }
             Ok(HttpResponse::Ok()
                 .content_type("text/csv; charset=utf-8")
-                .body(csv(&value, rows)?))
+                .body(text))
         }
         Format::Text => {
             let Some(field) = render.field.as_deref() else {

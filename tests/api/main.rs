@@ -11,5 +11,6 @@ mod hf_config;
 mod live;
 mod openapi;
 mod recommend;
+mod spreadsheets;
 mod support;
 mod time_accuracy;
