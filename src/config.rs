@@ -35,6 +35,9 @@ pub struct Settings {
     /// `name:sha256hex,…`: when set, `/v1/` requests need one of these keys.
     #[serde(default)]
     pub api_keys: Option<String>,
+    /// Host names `/mcp` accepts besides loopback, comma-separated.
+    #[serde(default)]
+    pub mcp_allowed_hosts: Option<String>,
 }
 
 impl Settings {

@@ -6,6 +6,7 @@ mod extract;
 pub(crate) mod gate;
 pub(crate) mod health;
 pub mod keys;
+pub mod mcp;
 pub(crate) mod prices;
 pub(crate) mod query;
 pub mod render;
@@ -41,6 +42,8 @@ pub struct AppState {
     pub body_limit_bytes: usize,
     /// Empty: no key needed.
     pub api_keys: keys::ApiKeys,
+    /// `Host` values `/mcp` accepts (rmcp guards against DNS rebinding).
+    pub mcp_allowed_hosts: Vec<String>,
 }
 
 impl AppState {
@@ -51,7 +54,14 @@ impl AppState {
             metrics: Metrics::new(),
             body_limit_bytes,
             api_keys: keys::ApiKeys::default(),
+            mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
         }
+    }
+
+    /// The `Host` values `/mcp` accepts besides loopback (the public name behind a proxy).
+    pub fn with_mcp_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
+        self.mcp_allowed_hosts.extend(hosts);
+        self
     }
 
     /// The same state, requiring one of these keys on `/v1/` requests.
@@ -227,6 +237,14 @@ fn routes(config: &mut web::ServiceConfig) {
         .service(get_only("/v1/prices", prices::prices))
         .service(get_only("/v1/pricing/feeds", prices::feeds))
         .service(resource(
+            "/mcp",
+            vec![
+                (Method::POST, web::post().to(mcp::handle)),
+                (Method::GET, web::get().to(mcp::handle)),
+                (Method::DELETE, web::delete().to(mcp::handle)),
+            ],
+        ))
+        .service(resource(
             "/v1/pricing/refresh",
             vec![(Method::POST, web::post().to(prices::refresh))],
         ))
@@ -256,8 +274,10 @@ pub fn app(
     >,
 > {
     let limit = state.body_limit_bytes;
+    let mcp = web::Data::new(mcp::service(state.clone(), state.mcp_allowed_hosts.clone()));
     App::new()
         .app_data(state)
+        .app_data(mcp)
         .app_data(web::PayloadConfig::new(limit))
         .app_data(web::QueryConfig::default().error_handler(|error, _| {
             ApiError::Invalid(vec![FieldError::new("/query", error.to_string())]).into()

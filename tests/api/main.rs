@@ -9,6 +9,7 @@ mod feeds;
 mod gate;
 mod hf_config;
 mod live;
+mod mcp;
 mod openapi;
 mod recommend;
 mod spreadsheets;
