@@ -54,29 +54,9 @@ fn openapi_subcommand_prints_the_committed_spec() {
 
 #[test]
 fn serve_on_port_zero_logs_the_chosen_address_and_answers() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let mut child = trainplan()
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env("TRAINPLAN_LOG_FORMAT", "json")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Drain stderr on a thread for the child's whole life, passing on the address line.
-    let stderr = child.stderr.take().unwrap();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line)
-                && let Some(a) = event["address"].as_str()
-            {
-                let _ = sender.send(a.to_string());
-            }
-        }
-    });
-    let address = receiver
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .ok();
-    let address = address.expect("a JSON log line with the listen address");
+    use std::io::{Read, Write};
+    let server = crate::support::RunningServer::start();
+    let address = server.address.clone();
     assert!(!address.ends_with(":0"));
     let mut stream = std::net::TcpStream::connect(&address).unwrap();
     stream
@@ -84,8 +64,7 @@ fn serve_on_port_zero_logs_the_chosen_address_and_answers() {
         .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(server);
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.to_ascii_lowercase().contains("x-request-id"));
 }

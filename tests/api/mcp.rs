@@ -1,54 +1,9 @@
 //! `/mcp` with a real MCP client (rmcp's streamable HTTP client) against the real binary.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-
-/// `trainplan serve` on a free port; the address comes from its log line.
-struct Server {
-    child: Child,
-    address: String,
-}
-
-impl Server {
-    fn start() -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_trainplan"))
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .env("TRAINPLAN_LOG_FORMAT", "json")
-            .env_remove("TRAINPLAN_REDIS_URL")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(start) = line.find("http://") {
-                    let address: String = line[start + 7..]
-                        .chars()
-                        .take_while(|c| *c != '"')
-                        .collect();
-                    let _ = sender.send(address);
-                }
-            }
-        });
-        let address = receiver
-            .recv_timeout(std::time::Duration::from_secs(30))
-            .expect("the server logs its address");
-        Self { child, address }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn arguments(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
     value.as_object().cloned().unwrap()
@@ -56,7 +11,7 @@ fn arguments(value: serde_json::Value) -> serde_json::Map<String, serde_json::Va
 
 #[tokio::test]
 async fn an_mcp_client_lists_the_tools_and_calls_them() {
-    let server = Server::start();
+    let server = crate::support::RunningServer::start();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", server.address)),
     );

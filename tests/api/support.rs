@@ -146,3 +146,46 @@ impl std::fmt::Display for ErrorSummary {
 pub fn catalog_gpu_count() -> usize {
     Catalog::embedded().map(|c| c.gpus().len()).unwrap_or(0)
 }
+
+/// The built binary serving on a free port; the address comes from its JSON log line.
+/// Killed on drop.
+pub struct RunningServer {
+    pub child: std::process::Child,
+    pub address: String,
+}
+
+impl RunningServer {
+    pub fn start() -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_trainplan"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("TRAINPLAN_LOG_FORMAT", "json")
+            .env_remove("TRAINPLAN_REDIS_URL")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Drain stderr on a thread for the child's whole life, passing on the address.
+        let stderr = child.stderr.take().unwrap();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(event) = serde_json::from_str::<Value>(&line)
+                    && let Some(a) = event["address"].as_str()
+                {
+                    let _ = sender.send(a.to_string());
+                }
+            }
+        });
+        let address = receiver
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("a JSON log line with the listen address");
+        Self { child, address }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
