@@ -38,6 +38,12 @@ pub struct Settings {
     /// Host names `/mcp` accepts besides loopback, comma-separated.
     #[serde(default)]
     pub mcp_allowed_hosts: Option<String>,
+    /// Requests a second per API key (or client address); 0 turns the limit off.
+    pub rate_limit_per_second: u64,
+    pub rate_limit_burst: u32,
+    /// Origins browsers may call from, comma-separated (none by default).
+    #[serde(default)]
+    pub cors_origins: Option<String>,
 }
 
 impl Settings {

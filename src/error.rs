@@ -39,6 +39,8 @@ pub enum ApiError {
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
+    TooManyRequests(String),
+    #[error("{0}")]
     Unavailable(String),
     #[error("internal error")]
     Internal(String),
@@ -105,6 +107,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => ("unauthorized", "Unauthorized"),
             ApiError::Forbidden(_) => ("forbidden", "Forbidden"),
             ApiError::Conflict(_) => ("conflict", "Conflict"),
+            ApiError::TooManyRequests(_) => ("too-many-requests", "Too many requests"),
             ApiError::Unavailable(_) => ("unavailable", "Service unavailable"),
             ApiError::Internal(_) => ("internal", "Internal error"),
         }
@@ -151,6 +154,7 @@ impl ResponseError for ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

@@ -181,8 +181,23 @@ pub fn run(cli: Cli) -> i32 {
                 }
             };
             let poll = std::time::Duration::from_secs(settings.poll_interval_seconds.max(1));
-            let state =
-                AppState::new(catalog, pricing, settings.body_limit_bytes).with_api_keys(keys);
+            let list = |text: &Option<String>| -> Vec<String> {
+                text.as_deref()
+                    .unwrap_or("")
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|h| !h.is_empty())
+                    .map(String::from)
+                    .collect()
+            };
+            let state = AppState::new(catalog, pricing, settings.body_limit_bytes)
+                .with_api_keys(keys)
+                .with_mcp_hosts(list(&settings.mcp_allowed_hosts))
+                .with_limits(
+                    settings.rate_limit_per_second,
+                    settings.rate_limit_burst,
+                    list(&settings.cors_origins),
+                );
             match serve(&listen, state, poll) {
                 Ok(()) => 0,
                 Err(error) => {

@@ -6,6 +6,7 @@ mod extract;
 pub(crate) mod gate;
 pub(crate) mod health;
 pub mod keys;
+pub mod limits;
 pub mod mcp;
 pub(crate) mod prices;
 pub(crate) mod query;
@@ -44,6 +45,10 @@ pub struct AppState {
     pub api_keys: keys::ApiKeys,
     /// `Host` values `/mcp` accepts (rmcp guards against DNS rebinding).
     pub mcp_allowed_hosts: Vec<String>,
+    /// Shared by every worker; `None`: no rate limit.
+    pub rate_limit: Option<limits::RateLimit>,
+    /// Origins browsers may call from.
+    pub cors_origins: Vec<String>,
 }
 
 impl AppState {
@@ -55,7 +60,17 @@ impl AppState {
             body_limit_bytes,
             api_keys: keys::ApiKeys::default(),
             mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            rate_limit: None,
+            cors_origins: Vec::new(),
         }
+    }
+
+    /// The same state with a rate limit per API key or address (0: none) and CORS
+    /// origins.
+    pub fn with_limits(mut self, per_second: u64, burst: u32, cors_origins: Vec<String>) -> Self {
+        self.rate_limit = limits::rate_limit(per_second, burst);
+        self.cors_origins = cors_origins;
+        self
     }
 
     /// The `Host` values `/mcp` accepts besides loopback (the public name behind a proxy).
@@ -275,6 +290,20 @@ pub fn app(
 > {
     let limit = state.body_limit_bytes;
     let mcp = web::Data::new(mcp::service(state.clone(), state.mcp_allowed_hosts.clone()));
+    let rate_limit = state.rate_limit.clone();
+    let governor = actix_web::middleware::Condition::new(
+        rate_limit.is_some(),
+        actix_governor::Governor::new(&rate_limit.unwrap_or_else(|| {
+            limits::rate_limit(1, 1)
+                .unwrap_or_else(|| unreachable!("1 request a second is a valid limit"))
+        })),
+    );
+    // Without configured origins no CORS layer at all: a same-origin page (/docs) works
+    // and other origins get no CORS headers.
+    let cors = actix_web::middleware::Condition::new(
+        !state.cors_origins.is_empty(),
+        limits::cors(&state.cors_origins),
+    );
     App::new()
         .app_data(state)
         .app_data(mcp)
@@ -282,7 +311,10 @@ pub fn app(
         .app_data(web::QueryConfig::default().error_handler(|error, _| {
             ApiError::Invalid(vec![FieldError::new("/query", error.to_string())]).into()
         }))
+        .wrap(governor)
         .wrap(from_fn(keys::guard))
+        .wrap(cors)
+        .wrap(limits::security_headers())
         .wrap(from_fn(request_context))
         .configure(routes)
         .default_service(web::to(|request: HttpRequest| async move {

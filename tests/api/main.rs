@@ -7,6 +7,7 @@ mod costs;
 mod estimates;
 mod feeds;
 mod gate;
+mod hardening;
 mod hf_config;
 mod live;
 mod mcp;
