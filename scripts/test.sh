@@ -37,3 +37,25 @@ fi
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 cargo test --all-targets --locked
+
+# Contract fuzzing: schemathesis (PyPI, in a virtual environment under target/) against
+# a live server on loopback, using the committed spec, every operation, a fixed seed and
+# bounded examples. Fails on any 5xx, any response that violates the schema, any
+# undocumented status code or content type.
+venv=target/schemathesis-venv
+if [ ! -x "$venv/bin/schemathesis" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet "schemathesis==4.32.5"
+fi
+cargo build --locked --quiet
+api_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+TRAINPLAN_LISTEN="127.0.0.1:$api_port" TRAINPLAN_LOG_LEVEL=warn target/debug/trainplan serve &
+api_pid=$!
+trap 'kill "$api_pid" 2>/dev/null || true; kill "${redis_pid:-}" 2>/dev/null || true; rm -rf "${redis_dir:-/nonexistent}"' EXIT
+for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$api_port") 2>/dev/null; then break; fi
+    sleep 0.1
+done
+"$venv/bin/schemathesis" run openapi/openapi.json --url "http://127.0.0.1:$api_port" \
+    --seed 42 --max-examples 20 \
+    --checks not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance

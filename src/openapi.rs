@@ -32,7 +32,11 @@ use crate::http::query;
         crate::http::health::readyz,
         crate::http::health::metrics,
     ),
-    components(schemas(crate::error::Problem, crate::validation::FieldError)),
+    components(schemas(
+        crate::error::Problem,
+        crate::validation::FieldError,
+        crate::http::render::Format
+    )),
     modifiers(&QueryForms, &AdminToken),
     tags(
         (name = "estimates", description = "Memory, time and cost of a training job"),
@@ -97,11 +101,152 @@ impl utoipa::Modify for QueryForms {
     }
 }
 
+/// The spec as served and committed: the generated document with its request schemas
+/// that extend others (`allOf` of objects that each forbid extra fields, which no value
+/// can satisfy) merged into single objects.
+pub fn spec() -> utoipa::openapi::OpenApi {
+    let generated = ApiDoc::openapi();
+    let Ok(mut value) = serde_json::to_value(&generated) else {
+        return generated;
+    };
+    merge_extensions(&mut value);
+    document_renderings(&mut value);
+    serde_json::from_value(value).unwrap_or(generated)
+}
+
 /// The spec as pretty JSON with a trailing newline (the committed file's format).
 pub fn json() -> String {
-    let mut text = ApiDoc::openapi()
+    let mut text = spec()
         .to_pretty_json()
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     text.push('\n');
     text
+}
+
+type Object = serde_json::Map<String, serde_json::Value>;
+
+/// Operations that take `format` answer 200 as CSV and as one bare value too.
+fn document_renderings(spec: &mut serde_json::Value) {
+    let Some(paths) = spec.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    for operation in paths
+        .values_mut()
+        .filter_map(|item| item.as_object_mut())
+        .flat_map(|item| item.values_mut())
+    {
+        let renders = operation["parameters"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p["name"] == "format"));
+        if let Some(content) = operation
+            .pointer_mut("/responses/200/content")
+            .and_then(|c| c.as_object_mut())
+            .filter(|_| renders)
+        {
+            for media in ["text/csv", "text/plain"] {
+                content.insert(
+                    media.into(),
+                    serde_json::json!({"schema": {"type": "string"}}),
+                );
+            }
+        }
+    }
+}
+
+/// Replaces each component schema built with `allOf` by the objects it allows: one
+/// merged object, or a `oneOf` of them where a member is itself a `oneOf`.
+fn merge_extensions(spec: &mut serde_json::Value) {
+    let Some(schemas) = spec
+        .pointer("/components/schemas")
+        .and_then(|s| s.as_object())
+        .cloned()
+    else {
+        return;
+    };
+    for (name, schema) in &schemas {
+        if schema.get("allOf").is_none() {
+            continue;
+        }
+        let mut alternatives = alternatives(schema, &schemas);
+        let merged = if alternatives.len() == 1 {
+            serde_json::Value::Object(alternatives.remove(0))
+        } else {
+            serde_json::json!({ "oneOf": alternatives })
+        };
+        if let Some(slot) = spec.pointer_mut(&format!("/components/schemas/{name}")) {
+            let description = slot.get("description").cloned();
+            *slot = merged;
+            if let (Some(d), Some(o)) = (description, slot.as_object_mut()) {
+                o.insert("description".into(), d);
+            }
+        }
+    }
+}
+
+/// The plain object schemas a schema stands for, with `allOf` members merged and
+/// `oneOf` members kept apart.
+fn alternatives(schema: &serde_json::Value, schemas: &Object) -> Vec<Object> {
+    if let Some(reference) = schema.get("$ref").and_then(|r| r.as_str()) {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        return schemas
+            .get(name)
+            .map(|s| alternatives(s, schemas))
+            .unwrap_or_default();
+    }
+    if let Some(members) = schema.get("allOf").and_then(|a| a.as_array()) {
+        return members.iter().fold(vec![Object::new()], |acc, member| {
+            let options = alternatives(member, schemas);
+            acc.iter()
+                .flat_map(|a| options.iter().map(move |b| merge(a, b)))
+                .collect()
+        });
+    }
+    if let Some(members) = schema.get("oneOf").and_then(|a| a.as_array()) {
+        return members
+            .iter()
+            .flat_map(|m| alternatives(m, schemas))
+            .collect();
+    }
+    schema.as_object().cloned().into_iter().collect()
+}
+
+/// One object allowing the properties of both, requiring what either requires.
+fn merge(a: &Object, b: &Object) -> Object {
+    let mut merged = a.clone();
+    merged.insert("type".into(), "object".into());
+    let mut properties = a
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .cloned()
+        .unwrap_or_default();
+    properties.extend(
+        b.get("properties")
+            .and_then(|p| p.as_object())
+            .cloned()
+            .unwrap_or_default(),
+    );
+    merged.insert("properties".into(), serde_json::Value::Object(properties));
+    let mut required: Vec<serde_json::Value> = a
+        .get("required")
+        .and_then(|r| r.as_array())
+        .cloned()
+        .unwrap_or_default();
+    for r in b
+        .get("required")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+    {
+        if !required.contains(r) {
+            required.push(r.clone());
+        }
+    }
+    if required.is_empty() {
+        merged.remove("required");
+    } else {
+        merged.insert("required".into(), serde_json::Value::Array(required));
+    }
+    merged.insert("additionalProperties".into(), false.into());
+    merged.remove("description");
+    merged
 }

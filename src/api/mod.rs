@@ -195,11 +195,22 @@ impl ArchitectureInput {
                     1,
                     experts.max(1),
                 );
+                let expert_intermediate = self.expert_intermediate.unwrap_or(self.intermediate);
+                problems.range(
+                    &format!("{p}/expert_intermediate"),
+                    expert_intermediate,
+                    1,
+                    1_048_576,
+                );
+                let shared_experts = self.shared_experts.unwrap_or(0);
+                problems.range(&format!("{p}/shared_experts"), shared_experts, 0, 64);
+                // Out-of-range values are reported above; the shape is kept within range
+                // so that counting its parameters cannot overflow.
                 Some(Moe {
-                    experts,
-                    experts_per_token: per_token,
-                    expert_intermediate: self.expert_intermediate.unwrap_or(self.intermediate),
-                    shared_experts: self.shared_experts.unwrap_or(0),
+                    experts: experts.clamp(2, 1024),
+                    experts_per_token: per_token.clamp(1, experts.clamp(2, 1024)),
+                    expert_intermediate: expert_intermediate.clamp(1, 1_048_576),
+                    shared_experts: shared_experts.min(64),
                     dense_layers: 0,
                 })
             }
@@ -211,17 +222,18 @@ impl ArchitectureInput {
                 None
             }
         };
+        // Every value within its range (the errors are already recorded), so that
+        // parameter counts cannot overflow before the request is refused.
+        let hidden = self.hidden.clamp(1, 131_072);
+        let heads = self.heads.clamp(1, hidden);
         Architecture {
-            layers: self.layers,
-            hidden: self.hidden,
-            heads: self.heads,
-            kv_heads: self.kv_heads,
-            head_dim: self
-                .head_dim
-                .unwrap_or(self.hidden / self.heads.max(1))
-                .max(1),
-            intermediate: self.intermediate,
-            vocab: self.vocab,
+            layers: self.layers.clamp(1, 1000),
+            hidden,
+            heads,
+            kv_heads: self.kv_heads.clamp(1, heads),
+            head_dim: self.head_dim.unwrap_or(hidden / heads).clamp(1, 1024),
+            intermediate: self.intermediate.clamp(1, 1_048_576),
+            vocab: self.vocab.clamp(1, 10_000_000),
             tied_embeddings: self.tied_embeddings,
             mlp: self.mlp.unwrap_or(MlpKind::Gated),
             norm: self.norm.unwrap_or(NormKind::RmsNorm),

@@ -61,7 +61,32 @@ pub fn parse(config: &Value, pointer: &str) -> Result<Architecture, Vec<FieldErr
         problems: Problems::default(),
     };
     let architecture = family(model_type, &mut fields);
+    within_limits(&architecture, pointer, &mut fields.problems);
     fields.problems.finish(architecture)
+}
+
+/// The same limits a field-by-field architecture has (`/model/architecture`), so that
+/// no accepted config can overflow a parameter count.
+fn within_limits(a: &Architecture, pointer: &str, problems: &mut Problems) {
+    let mut check = |name: &str, value: u64, high: u64| {
+        if value > high {
+            problems.push(
+                format!("{pointer}/{name}"),
+                format!("must be at most {high}; got {value}"),
+            );
+        }
+    };
+    check("num_hidden_layers", a.layers, 1000);
+    check("hidden_size", a.hidden, 131_072);
+    check("num_attention_heads", a.heads, a.hidden.max(1));
+    check("head_dim", a.head_dim, 1024);
+    check("intermediate_size", a.intermediate, 1_048_576);
+    check("vocab_size", a.vocab, 10_000_000);
+    if let Some(moe) = a.moe {
+        check("num_local_experts", moe.experts, 1024);
+        check("moe_intermediate_size", moe.expert_intermediate, 1_048_576);
+        check("n_shared_experts", moe.shared_experts, 64);
+    }
 }
 
 struct Fields<'a> {

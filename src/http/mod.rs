@@ -22,12 +22,10 @@ use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, Error, HttpMessage, HttpRequest, HttpResponse, web};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
-use utoipa::OpenApi;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::catalog::Catalog;
 use crate::error::{ApiError, REQUEST_ID};
-use crate::openapi::ApiDoc;
 use crate::pricing::Pricing;
 use crate::validation::FieldError;
 
@@ -273,7 +271,7 @@ fn routes(config: &mut web::ServiceConfig) {
                 .insert_header(("Location", "/docs/"))
                 .finish()
         }))
-        .service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", ApiDoc::openapi()));
+        .service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", crate::openapi::spec()));
 }
 
 /// Builds the application; production and tests call the same factory.

@@ -66,3 +66,15 @@ async fn a_posted_config_is_estimated_like_the_catalog_id() {
     assert_eq!(by_config.status, 200, "{}", by_config.text());
     assert_eq!(by_config.json()["per_gpu"], by_id.json()["per_gpu"]);
 }
+
+#[actix_web::test]
+async fn absurd_shapes_are_refused_without_overflowing() {
+    let huge = serde_json::json!({"model": {"architecture": {"layers": 9223372036854775808u64, "hidden": 0, "heads": 0, "kv_heads": 0, "intermediate": 0, "vocab": 0, "tied_embeddings": false, "experts": 0, "experts_per_token": 0, "expert_intermediate": 0}}});
+    let reply = crate::support::post_json("/v1/estimates/memory", &huge).await;
+    assert_eq!(reply.status, 422, "{}", reply.text());
+    assert!(reply.text().contains("/model/architecture/layers"));
+    let config = serde_json::json!({"model": {"hf_config": {"model_type": "llama", "num_hidden_layers": 4000000000u64, "hidden_size": 4000000000u64, "num_attention_heads": 32, "intermediate_size": 4000000000u64, "vocab_size": 32000}}});
+    let reply = crate::support::post_json("/v1/estimates/memory", &config).await;
+    assert_eq!(reply.status, 422, "{}", reply.text());
+    assert!(reply.text().contains("/model/hf_config/hidden_size"));
+}
