@@ -1,7 +1,7 @@
 //! HTTP adapters: extract and validate, call one estimator, render. No arithmetic here.
 
 pub(crate) mod catalog;
-pub(crate) mod estimates;
+pub mod estimates;
 mod extract;
 pub(crate) mod gate;
 pub(crate) mod health;
@@ -9,7 +9,7 @@ pub mod keys;
 pub mod limits;
 pub mod mcp;
 pub(crate) mod prices;
-pub(crate) mod query;
+pub mod query;
 pub mod render;
 
 use std::sync::Arc;

@@ -6,6 +6,7 @@ mod cli;
 mod costs;
 mod estimates;
 mod feeds;
+mod fuzz;
 mod gate;
 mod hardening;
 mod hf_config;
