@@ -55,6 +55,12 @@ pub enum Command {
     /// unavailable or older than allowed. Writes $GITHUB_STEP_SUMMARY and $GITHUB_OUTPUT
     /// when set.
     Gate(gate::GateArgs),
+    /// Exit 0 when the URL answers 2xx within two seconds, 1 otherwise: a container
+    /// healthcheck that needs no curl in the image.
+    Probe {
+        /// e.g. http://127.0.0.1:8080/livez
+        url: String,
+    },
     /// Print the OpenAPI document.
     Openapi,
 }
@@ -120,6 +126,7 @@ pub fn run(cli: Cli) -> i32 {
             };
             estimate(plan, answer)
         }
+        Command::Probe { url } => probe(&url),
         Command::Gate(args) => {
             let (pricing, _) = Pricing::embedded(&catalog, settings.fx());
             gate::run(&args, &catalog, pricing)
@@ -207,6 +214,24 @@ pub fn run(cli: Cli) -> i32 {
             }
         }
     }
+}
+
+fn probe(url: &str) -> i32 {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return 1;
+    };
+    let ok = runtime.block_on(async {
+        reqwest::Client::new()
+            .get(url)
+            .timeout(std::time::Duration::from_secs(2))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    });
+    if ok { 0 } else { 1 }
 }
 
 /// The price machinery from the settings: feeds file, store, admin token.

@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use serde::Deserialize;
+
 fn trainplan() -> Command {
     Command::new(env!("CARGO_BIN_EXE_trainplan"))
 }
@@ -156,19 +158,73 @@ fn scrape_refreshes_once_into_redis_and_fails_when_every_feed_fails() {
     std::fs::remove_dir_all(&directory).unwrap();
 }
 
-/// Every command the compose file runs with the trainplan image is a real subcommand
-/// with real flags (no Docker engine here to run it).
+/// Every command the compose file and the Kubernetes manifests run with the trainplan
+/// image is a real subcommand with real flags, and every setting they pass is one the
+/// binary reads (no Docker engine or cluster here to run them).
 #[test]
-fn compose_commands_are_real_subcommands_and_flags() {
-    let compose = include_str!("../../docker-compose.yml");
-    let commands: Vec<Vec<String>> = compose
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("command: "))
-        .map(|flow| serde_json::from_str(flow).expect("command is a flow-style list"))
-        .filter(|args: &Vec<String>| args.first().is_some_and(|a| a != "redis-server"))
-        .collect();
-    assert!(commands.len() >= 2, "{commands:?}");
-    for args in commands {
+fn deployment_files_run_real_subcommands_with_real_flags_and_settings() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut commands: Vec<Vec<String>> = Vec::new();
+    let mut variables: Vec<String> = Vec::new();
+    let compose: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(format!("{root}/docker-compose.yml")).unwrap(),
+    )
+    .unwrap();
+    for (name, service) in compose["services"].as_mapping().unwrap() {
+        if service.get("build").is_none() {
+            continue;
+        }
+        let command: Vec<String> = serde_yaml_ng::from_value(service["command"].clone()).unwrap();
+        commands.push(command);
+        if let Some(healthcheck) = service.get("healthcheck") {
+            let test: Vec<String> = serde_yaml_ng::from_value(healthcheck["test"].clone()).unwrap();
+            assert_eq!(&test[..2], ["CMD", "trainplan"], "{name:?}");
+            commands.push(test[2..].to_vec());
+        }
+        for key in service["environment"]
+            .as_mapping()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+        {
+            variables.push(key.as_str().unwrap().to_string());
+        }
+    }
+    for file in [
+        "configmap.yaml",
+        "deployment.yaml",
+        "service.yaml",
+        "hpa.yaml",
+        "cronjob.yaml",
+    ] {
+        let text = std::fs::read_to_string(format!("{root}/deploy/k8s/{file}")).unwrap();
+        for document in serde_yaml_ng::Deserializer::from_str(&text) {
+            let manifest = serde_yaml_ng::Value::deserialize(document).unwrap();
+            assert!(manifest["kind"].is_string(), "{file}: no kind");
+            if manifest["kind"] == "ConfigMap" || manifest["kind"] == "Secret" {
+                let data = if manifest["kind"] == "Secret" {
+                    &manifest["stringData"]
+                } else {
+                    &manifest["data"]
+                };
+                for key in data.as_mapping().unwrap().keys().filter_map(|k| k.as_str()) {
+                    if key.starts_with("TRAINPLAN_") {
+                        variables.push(key.to_string());
+                    }
+                }
+            }
+            let pod = if manifest["kind"] == "CronJob" {
+                &manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+            } else {
+                &manifest["spec"]["template"]["spec"]
+            };
+            for container in pod["containers"].as_sequence().into_iter().flatten() {
+                commands.push(serde_yaml_ng::from_value(container["args"].clone()).unwrap());
+            }
+        }
+    }
+    assert!(commands.len() >= 5, "{commands:?}");
+    for args in &commands {
         let help = trainplan().arg(&args[0]).arg("--help").output().unwrap();
         assert_eq!(help.status.code(), Some(0), "{args:?}");
         let text = String::from_utf8_lossy(&help.stdout);
@@ -180,11 +236,13 @@ fn compose_commands_are_real_subcommands_and_flags() {
             );
         }
     }
-    for variable in [
-        "TRAINPLAN_REDIS_URL",
-        "TRAINPLAN_FEEDS_FILE",
-        "TRAINPLAN_ADMIN_TOKEN",
-    ] {
-        assert!(compose.contains(variable), "{variable}");
+    // Every TRAINPLAN_ setting is a key of the built-in defaults or a documented optional one.
+    let defaults = include_str!("../../src/defaults.toml").to_ascii_uppercase();
+    for variable in variables.iter().filter(|v| v.starts_with("TRAINPLAN_")) {
+        let key = variable.trim_start_matches("TRAINPLAN_");
+        assert!(
+            defaults.contains(key),
+            "{variable} is not a setting the binary reads"
+        );
     }
 }
