@@ -51,6 +51,20 @@ fn benches(c: &mut Criterion) {
     c.bench_function("memory: full answer, one GPU", |b| {
         b.iter(|| estimate(black_box(&plan), &one_gpu))
     });
+    // The configuration scripts/load.sh also gives llm-analysis: Llama-2-70B, full
+    // fine-tuning, ZeRO-3 over 32 A100 80GB, micro-batch 1 × 2,048, full recompute.
+    let mut seventy = plan.clone();
+    seventy.model =
+        ModelShape::from_architecture(catalog.model("llama-2-70b").unwrap().architecture.clone());
+    seventy.method = Method::Full;
+    seventy.precision = Precision::AmpBf16;
+    seventy.micro_batch_size = 1;
+    seventy.sequence_length = 2048;
+    seventy.parallelism.gpus = 32;
+    c.bench_function(
+        "memory: llama-2-70b ZeRO-3 on 32 A100 (llm-analysis config)",
+        |b| b.iter(|| estimate(black_box(&seventy), &one_gpu)),
+    );
     c.bench_function(
         "memory: full answer, fit table for every catalog GPU",
         |b| b.iter(|| estimate(black_box(&plan), catalog.gpus())),

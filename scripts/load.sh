@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Load test: builds the release binary, starts it (no Redis: the embedded book), and runs
+# wrk with 64 connections against /livez and the estimate endpoints, one after the other
+# on the same server; prints requests/s, p50 and p99 latency, and each endpoint's
+# throughput as a ratio of /livez's. Then compares one in-process memory estimate with
+# the Python llm-analysis package on the same configuration, if it installs.
+#   scripts/load.sh                 10 s per endpoint
+#   DURATION=30s scripts/load.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v wrk >/dev/null || { echo "wrk is needed (Debian: apt-get install wrk)" >&2; exit 1; }
+cargo build --release --locked --quiet
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+TRAINPLAN_LISTEN="127.0.0.1:$port" TRAINPLAN_LOG_LEVEL=warn target/release/trainplan serve &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true; rm -f "$scratch"/*.lua; rmdir "$scratch" 2>/dev/null || true' EXIT
+scratch="$(mktemp -d)"
+for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+    sleep 0.1
+done
+base="http://127.0.0.1:$port"
+post() { # name, path, body
+    cat >"$scratch/$1.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = [[$3]]
+LUA
+}
+post memory /v1/estimates/memory '{"model": "llama-3.1-8b", "method": "lora", "gpu": "a100-80gb", "parallelism": {"gpus": 2}}'
+post cost /v1/estimates/cost '{"model": "llama-2-7b", "method": "lora", "gpu": "a100-80gb", "parallelism": {"gpus": 2}, "workload": {"tokens": 2e8}}'
+post recommend /v1/recommendations '{"model": "llama-2-7b", "dataset": {"samples": 20000}, "quality": "balanced"}'
+
+run() { # name, path, [script]
+    local args=(-t 2 -c 64 -d "${DURATION:-10s}" --latency)
+    [ -n "${3:-}" ] && args+=(-s "$3")
+    wrk "${args[@]}" "$base$2" | awk -v name="$1" '
+        /Requests\/sec/ { rps = $2 }
+        / 50%/ { p50 = $2 }
+        / 99%/ { p99 = $2 }
+        END { printf "%s %s %s %s\n", name, rps, p50, p99 }'
+}
+results="$(
+    run livez /livez
+    run memory /v1/estimates/memory "$scratch/memory.lua"
+    run cost /v1/estimates/cost "$scratch/cost.lua"
+    run recommend /v1/recommendations "$scratch/recommend.lua"
+)"
+echo
+printf "%-12s %12s %10s %10s %10s\n" endpoint "requests/s" p50 p99 "vs /livez"
+echo "$results" | awk '
+    NR == 1 { base = $2 }
+    { printf "%-12s %12.0f %10s %10s %9.2fx\n", $1, $2, $3, $4, $2 / base }'
+
+# One in-process memory estimate against llm-analysis (PyPI), same configuration.
+echo
+venv=target/llm-analysis-venv
+if [ -x "$venv/bin/python" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet llm-analysis; } 2>/dev/null; then
+    ours="$(cargo bench --bench estimate -- --warm-up-time 1 --measurement-time 3 'llm-analysis config' 2>/dev/null | awk '/time:/ && !done { print $4, $5; done = 1 }')"
+    theirs="$("$venv/bin/python" - <<'PY' 2>/dev/null || true
+import logging, timeit
+logging.disable(logging.CRITICAL)
+from llm_analysis.analysis import ActivationRecomputation, DSZeRO, LLMAnalysis
+from llm_analysis.config import ParallelismConfig, get_dtype_config_by_name, get_gpu_config_by_name, get_model_config_by_name
+model = get_model_config_by_name("upstage_Llama-2-70b-instruct-v2")
+gpu = get_gpu_config_by_name("a100-sxm-80gb")
+dtype = get_dtype_config_by_name("w16a16e16")
+def once():
+    analysis = LLMAnalysis(model, gpu, dtype, ParallelismConfig(dp_size=32))
+    analysis.training(batch_size_per_gpu=1, seq_len=2048, ds_zero=DSZeRO.STAGE_3,
+                      activation_recomputation=ActivationRecomputation.FULL, mlp_gated_linear_units=True)
+n = 50
+print(f"{timeit.timeit(once, number=n) / n * 1e6:.1f} µs")
+PY
+)"
+    echo "one memory estimate: trainplan ${ours:-?} (criterion), llm-analysis ${theirs:-unavailable} (timeit); Llama-2-70B, full fine-tuning, ZeRO-3 over 32 A100 80GB, 1 × 2,048, full recompute"
+else
+    echo "llm-analysis could not be installed; comparison skipped"
+fi
