@@ -323,10 +323,21 @@ fn serve(listen: &str, state: AppState, poll: std::time::Duration) -> std::io::R
             );
         }
         let state = actix_web::web::Data::new(state);
-        let server = actix_web::HttpServer::new(move || app(state.clone())).bind(listen)?;
+        let state_for_shutdown = state.clone();
+        // A client has 5 s to send its request head and body; a stopping server gives
+        // in-flight requests 30 s (the estimators answer in milliseconds).
+        let server = actix_web::HttpServer::new(move || app(state.clone()))
+            .client_request_timeout(std::time::Duration::from_secs(5))
+            .client_disconnect_timeout(std::time::Duration::from_secs(1))
+            .shutdown_timeout(30)
+            .bind(listen)?;
         for address in server.addrs() {
             tracing::info!(%address, "trainplan listening on http://{address}");
         }
-        server.run().await
+        let served = server.run().await;
+        // SIGTERM: requests are drained; a refresh cut short gives its lock back.
+        state_for_shutdown.pricing.refresher.release().await;
+        tracing::info!("trainplan stopped");
+        served
     })
 }

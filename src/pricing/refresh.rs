@@ -354,6 +354,8 @@ pub struct Refresher {
     book: SharedBook,
     fx: Fx,
     running: tokio::sync::Mutex<()>,
+    /// The token of the Redis lock while this replica holds it (for release on shutdown).
+    held: std::sync::Mutex<Option<String>>,
 }
 
 /// How long the refresh lock lives unless renewed.
@@ -375,6 +377,7 @@ impl Refresher {
             book,
             fx,
             running: tokio::sync::Mutex::new(()),
+            held: std::sync::Mutex::new(None),
         }
     }
 
@@ -392,6 +395,7 @@ impl Refresher {
                 {
                     return Err(RefreshError::Busy);
                 }
+                self.hold(Some(token.clone()));
                 let (store, token) = (store.clone(), token.clone());
                 Some(tokio::spawn(async move {
                     loop {
@@ -408,12 +412,25 @@ impl Refresher {
         if let Some(task) = renewal {
             task.abort();
         }
-        if let Some(store) = &self.store
+        self.release().await;
+        result
+    }
+
+    fn hold(&self, token: Option<String>) {
+        if let Ok(mut held) = self.held.lock() {
+            *held = token;
+        }
+    }
+
+    /// Releases the Redis lock if this replica holds it: after a refresh, and on shutdown
+    /// when one was cut short (otherwise it would block the others until it expires).
+    pub async fn release(&self) {
+        let token = self.held.lock().ok().and_then(|mut held| held.take());
+        if let (Some(store), Some(token)) = (&self.store, token)
             && let Err(error) = store.unlock(&token).await
         {
             tracing::warn!(%error, "could not release the refresh lock (it expires by itself)");
         }
-        result
     }
 
     async fn refresh_locked(&self) -> Result<RefreshReport, RefreshError> {

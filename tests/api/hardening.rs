@@ -138,3 +138,86 @@ fn sigterm_stops_the_server_cleanly() {
     };
     assert_eq!(exit.code(), Some(0), "{exit:?}");
 }
+
+#[tokio::test]
+async fn sigterm_during_a_refresh_gives_the_redis_lock_back() {
+    use wiremock::matchers::path;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let Ok(redis_url) = std::env::var("TRAINPLAN_TEST_REDIS_URL") else {
+        panic!("TRAINPLAN_TEST_REDIS_URL is not set: run scripts/test.sh");
+    };
+    // A feed that takes ten seconds: the refresh that starts with the server is still
+    // running (and holding the lock) when the signal comes.
+    let provider = MockServer::start().await;
+    Mock::given(path("/sheet"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("provider,region,sku,gpu,gpu_count,price_type,price_per_instance_hour,price_per_gpu_hour,currency,as_of,source,source_kind,notes\n").set_delay(std::time::Duration::from_secs(10)))
+        .mount(&provider)
+        .await;
+    let dir = std::env::temp_dir().join(format!(
+        "trainplan-sigterm-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let feeds = dir.join("feeds.toml");
+    std::fs::write(&feeds, format!("[[feed]]\nname = \"slow\"\nkind = \"csv_url\"\nenabled = true\nurl = \"{}/sheet\"\ntimeout_seconds = 30.0\n", provider.uri())).unwrap();
+    let prefix = format!("trainplan-test-{}", uuid::Uuid::new_v4().simple());
+    let lock = format!("{prefix}:lock:refresh");
+    let mut server = RunningServer::start_with(&[
+        ("TRAINPLAN_REDIS_URL", &redis_url),
+        ("TRAINPLAN_REDIS_PREFIX", &prefix),
+        ("TRAINPLAN_FEEDS_FILE", feeds.to_str().unwrap()),
+    ]);
+    let client = redis::Client::open(redis_url.as_str()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let started = std::time::Instant::now();
+    while !redis::cmd("EXISTS")
+        .arg(&lock)
+        .query::<bool>(&mut c)
+        .unwrap()
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the refresh never took the lock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Serving, so its signal handlers are in place.
+    let address = server.address.clone();
+    let live = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        stream
+            .write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    })
+    .await
+    .unwrap();
+    assert!(live.starts_with("HTTP/1.1 200"));
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = loop {
+        if let Some(exit) = server.child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(8),
+            "still running after SIGTERM"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(exit.code(), Some(0), "{exit:?}");
+    // Released at once, not left to expire.
+    assert!(
+        !redis::cmd("EXISTS")
+            .arg(&lock)
+            .query::<bool>(&mut c)
+            .unwrap()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

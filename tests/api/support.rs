@@ -156,14 +156,20 @@ pub struct RunningServer {
 
 impl RunningServer {
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// With these extra environment variables (settings).
+    pub fn start_with(env: &[(&str, &str)]) -> Self {
         use std::io::{BufRead, BufReader};
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_trainplan"))
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_trainplan"));
+        command
             .args(["serve", "--listen", "127.0.0.1:0"])
             .env("TRAINPLAN_LOG_FORMAT", "json")
             .env_remove("TRAINPLAN_REDIS_URL")
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+            .envs(env.iter().copied())
+            .stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().unwrap();
         // Drain stderr on a thread for the child's whole life, passing on the address.
         let stderr = child.stderr.take().unwrap();
         let (sender, receiver) = std::sync::mpsc::channel();
