@@ -77,3 +77,25 @@ PY
 else
     echo "llm-analysis could not be installed; comparison skipped"
 fi
+
+# Redis restarted under load: a second server on a throwaway Redis, wrk on the cost
+# endpoint while Redis is killed and started again; every request must still succeed.
+if command -v redis-server >/dev/null; then
+    redis_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    start_redis() { redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no >/dev/null 2>&1 & redis_pid=$!; }
+    start_redis
+    live_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    TRAINPLAN_LISTEN="127.0.0.1:$live_port" TRAINPLAN_LOG_LEVEL=error TRAINPLAN_POLL_INTERVAL_SECONDS=1 \
+        TRAINPLAN_REDIS_URL="redis://127.0.0.1:$redis_port" target/release/trainplan serve &
+    live_pid=$!
+    trap 'kill "$pid" "$live_pid" "$redis_pid" 2>/dev/null || true; rm -f "$scratch"/*.lua; rmdir "$scratch" 2>/dev/null || true' EXIT
+    sleep 1
+    ( sleep 3; kill "$redis_pid"; sleep 3; start_redis ) &
+    outage="$(wrk -t 2 -c 64 -d 10s -s "$scratch/cost.lua" "http://127.0.0.1:$live_port/v1/estimates/cost")"
+    requests="$(echo "$outage" | awk '/requests in/ { print $1 }')"
+    failed="$(echo "$outage" | awk '/Non-2xx/ { print $NF }')"
+    errors="$(echo "$outage" | awk '/Socket errors/ { print }')"
+    echo
+    echo "Redis killed at 3 s and restarted at 6 s of 10 s: $requests requests, ${failed:-0} non-2xx, ${errors:-no socket errors}"
+    [ -z "$failed" ] && [ -z "$errors" ] || exit 1
+fi
