@@ -11,6 +11,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_for_port() { # port: until something listens there (at most 10 s)
+    for _ in $(seq 1 100); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    return 1
+}
+
 if ! command -v redis-server >/dev/null 2>&1; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
         apt-get install -y --no-install-recommends redis-server >/dev/null \
@@ -21,16 +30,13 @@ command -v redis-server >/dev/null 2>&1 || { echo "redis-server is needed for th
 export TRAINPLAN_TEST_REDIS_SERVER="$(command -v redis-server)"
 
 if [ -z "${TRAINPLAN_TEST_REDIS_URL:-}" ]; then
-    port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    port="$(free_port)"
     redis_dir="$(mktemp -d)"
     redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
         --dir "$redis_dir" --daemonize no >"$redis_dir/log" 2>&1 &
     redis_pid=$!
     trap 'kill "$redis_pid" 2>/dev/null || true; rm -rf "$redis_dir"' EXIT
-    for _ in $(seq 1 50); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-        sleep 0.1
-    done
+    wait_for_port "$port"
     export TRAINPLAN_TEST_REDIS_URL="redis://127.0.0.1:$port"
 fi
 
@@ -48,14 +54,11 @@ if [ ! -x "$venv/bin/schemathesis" ]; then
     "$venv/bin/pip" install --quiet "schemathesis==4.32.5"
 fi
 cargo build --locked --quiet
-api_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+api_port="$(free_port)"
 TRAINPLAN_LISTEN="127.0.0.1:$api_port" TRAINPLAN_LOG_LEVEL=warn target/debug/trainplan serve &
 api_pid=$!
 trap 'kill "$api_pid" 2>/dev/null || true; kill "${redis_pid:-}" 2>/dev/null || true; rm -rf "${redis_dir:-/nonexistent}"' EXIT
-for _ in $(seq 1 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$api_port") 2>/dev/null; then break; fi
-    sleep 0.1
-done
+wait_for_port "$api_port"
 "$venv/bin/schemathesis" run openapi/openapi.json --url "http://127.0.0.1:$api_port" \
     --seed 42 --max-examples 20 \
     --checks not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance

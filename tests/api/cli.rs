@@ -56,16 +56,10 @@ fn openapi_subcommand_prints_the_committed_spec() {
 
 #[test]
 fn serve_on_port_zero_logs_the_chosen_address_and_answers() {
-    use std::io::{Read, Write};
     let server = crate::support::RunningServer::start();
     let address = server.address.clone();
     assert!(!address.ends_with(":0"));
-    let mut stream = std::net::TcpStream::connect(&address).unwrap();
-    stream
-        .write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let response = server.http_get("/livez");
     drop(server);
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.to_ascii_lowercase().contains("x-request-id"));

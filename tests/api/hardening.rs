@@ -111,35 +111,13 @@ async fn cors_allows_only_the_configured_origins() {
 #[test]
 fn sigterm_stops_the_server_cleanly() {
     let mut server = RunningServer::start();
-    // Wait until it serves (its signal handlers are installed by then).
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(&server.address).unwrap();
-    stream
-        .write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"));
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &server.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let started = std::time::Instant::now();
-    let exit = loop {
-        if let Some(exit) = server.child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "still running after SIGTERM"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    // Serving, so its signal handlers are in place.
+    assert!(server.http_get("/livez").starts_with("HTTP/1.1 200"));
+    let exit = server.terminate();
     assert_eq!(exit.code(), Some(0), "{exit:?}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_during_a_refresh_gives_the_redis_lock_back() {
     use wiremock::matchers::path;
     use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -182,35 +160,9 @@ async fn sigterm_during_a_refresh_gives_the_redis_lock_back() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     // Serving, so its signal handlers are in place.
-    let address = server.address.clone();
-    let live = tokio::task::spawn_blocking(move || {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(&address).unwrap();
-        stream
-            .write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response
-    })
-    .await
-    .unwrap();
+    let live = tokio::task::block_in_place(|| server.http_get("/livez"));
     assert!(live.starts_with("HTTP/1.1 200"));
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &server.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = loop {
-        if let Some(exit) = server.child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(8),
-            "still running after SIGTERM"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let exit = tokio::task::block_in_place(|| server.terminate());
     assert_eq!(exit.code(), Some(0), "{exit:?}");
     // Released at once, not left to expire.
     assert!(

@@ -189,6 +189,42 @@ impl RunningServer {
     }
 }
 
+impl RunningServer {
+    /// One plain HTTP/1.1 GET over a fresh connection; the whole raw response.
+    pub fn http_get(&self, path: &str) -> String {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.address).unwrap();
+        stream
+            .write_all(
+                format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+            )
+            .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    }
+
+    /// Sends SIGTERM and waits (at most 30 s) for the process to end.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(exit) = self.child.try_wait().unwrap() {
+                return exit;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "still running after SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
 impl Drop for RunningServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
