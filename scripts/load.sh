@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "wrk is needed (Debian: apt-get install wrk)" >&2; exit 1; }
 cargo build --release --locked --quiet
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-TRAINPLAN_LISTEN="127.0.0.1:$port" TRAINPLAN_LOG_LEVEL=warn target/release/trainplan serve &
+TRAINPLAN_LISTEN="127.0.0.1:$port" TRAINPLAN_LOG_LEVEL=warn "${CARGO_TARGET_DIR:-target}/release/trainplan" serve &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -f "$scratch"/*.lua; rmdir "$scratch" 2>/dev/null || true' EXIT
 scratch="$(mktemp -d)"
@@ -54,7 +54,7 @@ echo "$results" | awk '
 
 # One in-process memory estimate against llm-analysis (PyPI), same configuration.
 echo
-venv=target/llm-analysis-venv
+venv="${CARGO_TARGET_DIR:-target}/llm-analysis-venv"
 if [ -x "$venv/bin/python" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet llm-analysis; } 2>/dev/null; then
     ours="$(cargo bench --bench estimate -- --warm-up-time 1 --measurement-time 3 'llm-analysis config' 2>/dev/null | awk '/time:/ && !done { print $4, $5; done = 1 }')"
     theirs="$("$venv/bin/python" - <<'PY' 2>/dev/null || true
@@ -86,7 +86,7 @@ if command -v redis-server >/dev/null; then
     start_redis
     live_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     TRAINPLAN_LISTEN="127.0.0.1:$live_port" TRAINPLAN_LOG_LEVEL=error TRAINPLAN_POLL_INTERVAL_SECONDS=1 \
-        TRAINPLAN_REDIS_URL="redis://127.0.0.1:$redis_port" target/release/trainplan serve &
+        TRAINPLAN_REDIS_URL="redis://127.0.0.1:$redis_port" "${CARGO_TARGET_DIR:-target}/release/trainplan" serve &
     live_pid=$!
     trap 'kill "$pid" "$live_pid" "$redis_pid" 2>/dev/null || true; rm -f "$scratch"/*.lua; rmdir "$scratch" 2>/dev/null || true' EXIT
     sleep 1

@@ -48,14 +48,14 @@ cargo test --all-targets --locked
 # a live server on loopback, using the committed spec, every operation, a fixed seed and
 # bounded examples. Fails on any 5xx, any response that violates the schema, any
 # undocumented status code or content type.
-venv=target/schemathesis-venv
+venv="${CARGO_TARGET_DIR:-target}/schemathesis-venv"
 if [ ! -x "$venv/bin/schemathesis" ]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet "schemathesis==4.32.5"
 fi
 cargo build --locked --quiet
 api_port="$(free_port)"
-TRAINPLAN_LISTEN="127.0.0.1:$api_port" TRAINPLAN_LOG_LEVEL=warn target/debug/trainplan serve &
+TRAINPLAN_LISTEN="127.0.0.1:$api_port" TRAINPLAN_LOG_LEVEL=warn "${CARGO_TARGET_DIR:-target}/debug/trainplan" serve &
 api_pid=$!
 trap 'kill "$api_pid" 2>/dev/null || true; kill "${redis_pid:-}" 2>/dev/null || true; rm -rf "${redis_dir:-/nonexistent}"' EXIT
 wait_for_port "$api_port"
