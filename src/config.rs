@@ -4,6 +4,18 @@ use serde::Deserialize;
 
 const DEFAULTS: &str = include_str!("defaults.toml");
 
+/// The items of a comma-separated list (settings, query values), trimmed, empties dropped.
+pub fn comma_list(text: Option<&str>) -> Vec<String> {
+    text.map(|t| {
+        t.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LogFormat {

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 
 use crate::api::{CostRequest, MemoryRequest, TimeRequest, from_json_slice, from_json_value};
 use crate::catalog::Catalog;
-use crate::config::Settings;
+use crate::config::{Settings, comma_list};
 use crate::error::ApiError;
 use crate::http::keys::ApiKeys;
 use crate::http::{AppState, app, cost_answer, memory_answer, time_answer};
@@ -188,22 +188,13 @@ pub fn run(cli: Cli) -> i32 {
                 }
             };
             let poll = std::time::Duration::from_secs(settings.poll_interval_seconds.max(1));
-            let list = |text: &Option<String>| -> Vec<String> {
-                text.as_deref()
-                    .unwrap_or("")
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|h| !h.is_empty())
-                    .map(String::from)
-                    .collect()
-            };
             let state = AppState::new(catalog, pricing, settings.body_limit_bytes)
                 .with_api_keys(keys)
-                .with_mcp_hosts(list(&settings.mcp_allowed_hosts))
+                .with_mcp_hosts(comma_list(settings.mcp_allowed_hosts.as_deref()))
                 .with_limits(
                     settings.rate_limit_per_second,
                     settings.rate_limit_burst,
-                    list(&settings.cors_origins),
+                    comma_list(settings.cors_origins.as_deref()),
                 );
             match serve(&listen, state, poll) {
                 Ok(()) => 0,

@@ -146,6 +146,13 @@ pub struct Fit {
     pub max_micro_batch_size: u64,
 }
 
+impl Fit {
+    /// The free share of the GPU's usable memory (negative when it does not fit).
+    pub fn headroom_fraction(&self, usable_bytes: u64) -> Option<f64> {
+        (usable_bytes > 0).then(|| self.headroom_bytes as f64 / usable_bytes as f64)
+    }
+}
+
 /// One phase of the training step and its allocated bytes.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct PhasePeak {

@@ -6,7 +6,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::render::{self, Format, RenderQuery};
-use crate::catalog::{Gpu, ModelEntry};
+use crate::catalog::{Catalog, Gpu, ModelEntry};
 use crate::error::{ApiError, Problem};
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -51,42 +51,13 @@ pub async fn gpus(
     state: web::Data<AppState>,
     filter: web::Query<GpuFilter>,
 ) -> Result<HttpResponse, ApiError> {
-    let q = filter.q.as_deref().map(str::to_ascii_lowercase);
-    let gpus: Vec<Gpu> = state
-        .catalog
-        .gpus()
-        .iter()
-        .filter(|g| {
-            filter
-                .min_memory_gib
-                .is_none_or(|m| g.memory_gib_nominal >= m)
-        })
-        .filter(|g| {
-            filter
-                .form_factor
-                .as_deref()
-                .is_none_or(|f| g.form_factor == f)
-        })
-        .filter(|g| {
-            q.as_deref()
-                .is_none_or(|q| g.id.contains(q) || g.name.to_ascii_lowercase().contains(q))
-        })
-        .cloned()
-        .collect();
+    let list = gpu_list(&state.catalog, &filter);
     let render_query = RenderQuery {
         format: filter.format,
         field: filter.field.clone(),
         bom: filter.bom,
     };
-    render::respond(
-        &request,
-        &render_query,
-        &GpuList {
-            count: gpus.len(),
-            gpus,
-        },
-        "gpus",
-    )
+    render::respond(&request, &render_query, &list, "gpus")
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -131,9 +102,48 @@ pub async fn models(
     state: web::Data<AppState>,
     filter: web::Query<ModelFilter>,
 ) -> Result<HttpResponse, ApiError> {
+    let list = model_list(&state.catalog, &filter);
+    let render_query = RenderQuery {
+        format: filter.format,
+        field: filter.field.clone(),
+        bom: filter.bom,
+    };
+    render::respond(&request, &render_query, &list, "models")
+}
+
+/// The GPUs a filter selects (`/v1/gpus` and the MCP `list_gpus` tool).
+pub fn gpu_list(catalog: &Catalog, filter: &GpuFilter) -> GpuList {
     let q = filter.q.as_deref().map(str::to_ascii_lowercase);
-    let models: Vec<ModelEntry> = state
-        .catalog
+    let gpus: Vec<Gpu> = catalog
+        .gpus()
+        .iter()
+        .filter(|g| {
+            filter
+                .min_memory_gib
+                .is_none_or(|m| g.memory_gib_nominal >= m)
+        })
+        .filter(|g| {
+            filter
+                .form_factor
+                .as_deref()
+                .is_none_or(|f| g.form_factor == f)
+        })
+        .filter(|g| {
+            q.as_deref()
+                .is_none_or(|q| g.id.contains(q) || g.name.to_ascii_lowercase().contains(q))
+        })
+        .cloned()
+        .collect();
+    GpuList {
+        count: gpus.len(),
+        gpus,
+    }
+}
+
+/// The models a filter selects (`/v1/models` and the MCP `list_models` tool).
+pub fn model_list(catalog: &Catalog, filter: &ModelFilter) -> ModelList {
+    let q = filter.q.as_deref().map(str::to_ascii_lowercase);
+    let models: Vec<ModelEntry> = catalog
         .models()
         .iter()
         .filter(|m| filter.family.as_deref().is_none_or(|f| m.family == f))
@@ -150,18 +160,8 @@ pub async fn models(
         .filter(|m| q.as_deref().is_none_or(|q| m.id.contains(q)))
         .cloned()
         .collect();
-    let render_query = RenderQuery {
-        format: filter.format,
-        field: filter.field.clone(),
-        bom: filter.bom,
-    };
-    render::respond(
-        &request,
-        &render_query,
-        &ModelList {
-            count: models.len(),
-            models,
-        },
-        "models",
-    )
+    ModelList {
+        count: models.len(),
+        models,
+    }
 }

@@ -29,12 +29,11 @@ pub fn gate_answer(
             let answer = memory_answer(&memory, catalog).map_err(|e| e.under("/plan"))?;
             let usable = catalog
                 .gpu(&estimate.gpu)
-                .map_or(0.0, |g| g.memory_bytes_usable as f64);
+                .map_or(0, |g| g.memory_bytes_usable);
             answer
                 .fits
                 .first()
-                .filter(|_| usable > 0.0)
-                .map(|fit| fit.headroom_bytes as f64 / usable)
+                .and_then(|fit| fit.headroom_fraction(usable))
         }
         CostBasis::Fleet(_) => None,
     };

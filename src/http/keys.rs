@@ -53,7 +53,7 @@ impl ApiKeys {
         let hash: [u8; 32] = Sha256::digest(key.as_bytes()).into();
         self.0
             .iter()
-            .find(|(_, h)| h.iter().zip(&hash).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0)
+            .find(|(_, h)| constant_time_eq(h, &hash))
             .map(|(name, _)| name.as_str())
     }
 }
@@ -116,4 +116,9 @@ pub async fn guard(
                 .into(),
         ))),
     }
+}
+
+/// Compares secrets without leaking through timing where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

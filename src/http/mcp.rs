@@ -19,10 +19,12 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
 use super::AppState;
+use super::catalog::{GpuFilter, ModelFilter, gpu_list, model_list};
 use super::estimates::{cost_answer, memory_answer, recommendation_answer, time_answer};
+use super::prices::{PriceQuery, price_filter};
 use crate::api::{CostRequest, MemoryRequest, RecommendationRequest, TimeRequest, from_json_value};
 use crate::error::ApiError;
-use crate::pricing::{self, PriceFilter};
+use crate::pricing;
 
 /// `(tool, OpenAPI schema of its input, description for a model to read)`.
 const TOOLS: [(&str, &str, &str); 7] = [
@@ -161,56 +163,24 @@ impl Mcp {
                 )?))
             }
             "list_prices" => {
-                let text = |k: &str| arguments[k].as_str().map(String::from);
-                let filter = PriceFilter {
-                    gpu: text("gpu"),
-                    providers: text("provider").into_iter().collect(),
-                    regions: text("region").into_iter().collect(),
-                    price_types: text("price_type")
-                        .and_then(|t| serde_json::from_value(Value::String(t)).ok())
-                        .into_iter()
-                        .collect(),
-                    max_age_hours: None,
-                };
-                let currency =
-                    text("currency").and_then(|c| serde_json::from_value(Value::String(c)).ok());
+                let query: PriceQuery = from_json_value(arguments)?;
+                let filter = price_filter(&state.catalog, &query)?;
                 let book = state.pricing.book.load();
                 value(serde_json::to_value(pricing::price_list(
                     &book,
                     &filter,
-                    currency,
+                    query.currency,
                     &state.pricing.fx,
                     now,
                 )))
             }
             "list_gpus" => {
-                let q = arguments["q"].as_str().unwrap_or("").to_ascii_lowercase();
-                let min = arguments["min_memory_gib"].as_f64().unwrap_or(0.0);
-                let gpus: Vec<_> = state
-                    .catalog
-                    .gpus()
-                    .iter()
-                    .filter(|g| {
-                        g.memory_gib_nominal >= min
-                            && (g.id.contains(&q) || g.name.to_ascii_lowercase().contains(&q))
-                    })
-                    .collect();
-                value(serde_json::to_value(
-                    json!({"count": gpus.len(), "gpus": gpus}),
-                ))
+                let filter: GpuFilter = from_json_value(arguments)?;
+                value(serde_json::to_value(gpu_list(&state.catalog, &filter)))
             }
             "list_models" => {
-                let q = arguments["q"].as_str().unwrap_or("").to_ascii_lowercase();
-                let family = arguments["family"].as_str();
-                let models: Vec<_> = state
-                    .catalog
-                    .models()
-                    .iter()
-                    .filter(|m| m.id.contains(&q) && family.is_none_or(|f| m.family == f))
-                    .collect();
-                value(serde_json::to_value(
-                    json!({"count": models.len(), "models": models}),
-                ))
+                let filter: ModelFilter = from_json_value(arguments)?;
+                value(serde_json::to_value(model_list(&state.catalog, &filter)))
             }
             other => Err(ApiError::RouteNotFound(format!("tool {other}"))),
         }

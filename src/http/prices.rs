@@ -6,6 +6,8 @@ use utoipa::IntoParams;
 
 use super::AppState;
 use super::render::{self, Format, RenderQuery};
+use crate::catalog::Catalog;
+use crate::config::comma_list;
 use crate::error::{ApiError, Problem, RefreshProblems};
 use crate::pricing::refresh::{FeedStatus, RefreshError, RefreshReport};
 use crate::pricing::{self, BookSource, Currency, PriceFilter, PriceList, PriceType};
@@ -37,17 +39,6 @@ pub struct PriceQuery {
     pub bom: Option<bool>,
 }
 
-fn list(text: Option<&str>) -> Vec<String> {
-    text.map(|t| {
-        t.split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect()
-    })
-    .unwrap_or_default()
-}
-
 /// List current GPU prices.
 ///
 /// Every price row of the book — provider, region, instance type, GPUs per instance,
@@ -70,17 +61,37 @@ pub async fn prices(
     query: web::Query<PriceQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let query = query.into_inner();
+    let filter = price_filter(&state.catalog, &query)?;
+    let book = state.pricing.book.load();
+    let answer = pricing::price_list(
+        &book,
+        &filter,
+        query.currency,
+        &state.pricing.fx,
+        jiff::Timestamp::now(),
+    );
+    let render = RenderQuery {
+        format: query.format,
+        field: query.field,
+        bom: query.bom,
+    };
+    render::respond(&request, &render, &answer, "prices")
+}
+
+/// The rows a price query selects, validated (`/v1/prices` and the MCP `list_prices`
+/// tool): an unknown GPU is a 404 with the closest ids.
+pub fn price_filter(catalog: &Catalog, query: &PriceQuery) -> Result<PriceFilter, ApiError> {
     if let Some(gpu) = &query.gpu
-        && state.catalog.gpu(gpu).is_none()
+        && catalog.gpu(gpu).is_none()
     {
         return Err(ApiError::NotFound {
             what: "gpu",
             id: gpu.clone(),
-            suggestions: state.catalog.closest_gpus(gpu),
+            suggestions: catalog.closest_gpus(gpu),
         });
     }
     let mut problems = Problems::default();
-    let price_types = list(query.price_type.as_deref())
+    let price_types = comma_list(query.price_type.as_deref())
         .into_iter()
         .filter_map(|name| {
             let parsed = serde_json::from_value::<PriceType>(serde_json::Value::String(name.clone()));
@@ -98,26 +109,12 @@ pub async fn prices(
     }
     let filter = PriceFilter {
         gpu: query.gpu.clone(),
-        providers: list(query.provider.as_deref()),
-        regions: list(query.region.as_deref()),
+        providers: comma_list(query.provider.as_deref()),
+        regions: comma_list(query.region.as_deref()),
         price_types,
         max_age_hours: query.max_age_hours,
     };
-    let filter = problems.finish(filter).map_err(ApiError::Invalid)?;
-    let book = state.pricing.book.load();
-    let answer = pricing::price_list(
-        &book,
-        &filter,
-        query.currency,
-        &state.pricing.fx,
-        jiff::Timestamp::now(),
-    );
-    let render = RenderQuery {
-        format: query.format,
-        field: query.field,
-        bom: query.bom,
-    };
-    render::respond(&request, &render, &answer, "prices")
+    problems.finish(filter).map_err(ApiError::Invalid)
 }
 
 /// `GET /v1/pricing/feeds`.
@@ -210,7 +207,7 @@ pub async fn refresh(
                 "this operation needs the admin token: send `Authorization: Bearer <token>`".into(),
             )
         })?;
-    if !constant_time_eq(given.as_bytes(), expected.as_bytes()) {
+    if !super::keys::constant_time_eq(given.as_bytes(), expected.as_bytes()) {
         return Err(ApiError::Forbidden("the admin token is wrong".into()));
     }
     match state.pricing.refresher.refresh().await {
@@ -222,9 +219,4 @@ pub async fn refresh(
             "the price store is unreachable: {error}"
         ))),
     }
-}
-
-/// Compares secrets without leaking where they differ through timing.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
