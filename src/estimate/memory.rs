@@ -739,6 +739,8 @@ impl ActivationModel {
             attention += a * h; // the normed input shared by q, k, v
         }
         let (mut per_score, mut per_sequence_head, mut backward_per_score) = (0.0, 0.0, 0.0);
+        // Whether the attention output (the o projection's input) is kept anyway.
+        let attention_keeps_output = plan.attention != Attention::Eager || saves(Projection::O);
         match plan.attention {
             // FlashAttention-2 keeps q, k, v at their own widths (native GQA), the output
             // and an fp32 log-sum-exp per row and head (Dao 2023).
@@ -796,6 +798,10 @@ impl ActivationModel {
         if let Some(moe) = arch.moe {
             mlp += 4.0 * moe.experts as f64; // fp32 router logits
         }
+        let (dropout_attention, dropout_mlp) =
+            lora_dropout_bytes(plan, profile, a, h, q, mlp_width, attention_keeps_output);
+        attention += dropout_attention;
+        mlp += dropout_mlp;
 
         // Logits and loss (memory-modeling.md §2.7), per token.
         let vocab = arch.vocab as f64;
@@ -815,6 +821,61 @@ impl ActivationModel {
             logits_per_token: per_element * vocab,
         }
     }
+}
+
+/// Extra bytes per token that LoRA dropout keeps (see [`Profile::lora_dropout`]), for the
+/// attention and MLP sublayers: each adapter input gets a 1-byte mask and its own dropped
+/// copy (`a` bytes/element). LitGPT's fused QKV adapter drops its shared input once; o, gate,
+/// up and down have their own. Under LoRA the dropped copy replaces the input the adapter
+/// would otherwise keep; under QLoRA bitsandbytes' `MatMul4Bit` keeps that input as well.
+fn lora_dropout_bytes(
+    plan: &MemoryPlan,
+    profile: &Profile,
+    a: f64,
+    h: f64,
+    q: f64,
+    mlp_width: f64,
+    attention_keeps_output: bool,
+) -> (f64, f64) {
+    let (targets, quantized) = match plan.method {
+        Method::Lora { targets, .. } => (targets, false),
+        Method::Qlora { targets, .. } => (targets, true),
+        _ => return (0.0, 0.0),
+    };
+    if !profile.lora_dropout {
+        return (0.0, 0.0);
+    }
+    let group = |width: f64| (1.0 + a) * width;
+    // The undropped input this adapter input would keep and no longer needs.
+    let replaced = |width: f64, kept_elsewhere: bool| {
+        if quantized || kept_elsewhere {
+            0.0
+        } else {
+            a * width
+        }
+    };
+    let mut attention = 0.0;
+    if targets.contains(Projection::Q)
+        || targets.contains(Projection::K)
+        || targets.contains(Projection::V)
+    {
+        attention += group(h) - replaced(h, false);
+    }
+    if targets.contains(Projection::O) {
+        attention += group(q) - replaced(q, attention_keeps_output);
+    }
+    let mut mlp = 0.0;
+    let gate_up = [Projection::Gate, Projection::Up]
+        .into_iter()
+        .filter(|p| targets.contains(*p))
+        .count() as f64;
+    if gate_up > 0.0 {
+        mlp += gate_up * group(h) - replaced(h, false);
+    }
+    if targets.contains(Projection::Down) {
+        mlp += group(mlp_width) - replaced(mlp_width, false);
+    }
+    (attention, mlp)
 }
 
 /// Model-states formula for the response, e.g. `(2 + 14/Nd)·Ψ`, over parameters `psi`.

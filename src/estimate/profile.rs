@@ -37,6 +37,11 @@ pub struct Profile {
     /// Fused kernels (Unsloth's Triton RMSNorm/SwiGLU/cross-entropy) behave like
     /// `torch_compile` fusion for saved activations.
     pub fused_kernels: bool,
+    /// Adapter inputs pass through dropout before `lora_A` (LitGPT `lora_dropout` defaults to
+    /// 0.05 in `litgpt/finetune/lora.py`; PEFT, torchtune and LLaMA-Factory default to 0.0,
+    /// which PEFT turns into `nn.Identity`). Dropout keeps a 1-byte mask and `lora_A` keeps
+    /// the dropped copy of its input.
+    pub lora_dropout: bool,
     /// HF Trainer cannot step fp16 weights: `GradScaler.unscale_` raises "Attempting to
     /// unscale FP16 gradients", so full fine-tuning in `fp16` runs as AMP over fp32 weights.
     pub pure_fp16_runs_as_amp: bool,
@@ -55,8 +60,14 @@ const HF_LOGITS_BYTES: (f64, f64) = (2.0 + 3.0 * 4.0, 3.0 * 4.0);
 const TORCHTUNE_LOGITS_BYTES: (f64, f64) = (2.0 + 4.0 + 4.0, 4.0 + 4.0);
 
 /// LitGPT's fine-tuning scripts call `model(..., lm_head_chunk_size=128)` and
-/// `chunked_cross_entropy`: the 16-bit logit chunks stay, fp32 work is per 128-token chunk.
-const CHUNKED_HEAD_LOGITS_BYTES: (f64, f64) = (2.0, 4.0);
+/// `chunked_cross_entropy`: the logit chunks stay alive in the training loop, and
+/// `F.cross_entropy` on each chunk keeps its `log_softmax` output, in the logits' dtype, for
+/// backward (`litgpt/utils.py`); the fp32 work is per 128-token chunk.
+const LITGPT_CHUNKED_LOGITS_BYTES: (f64, f64) = (2.0 + 2.0, 4.0 + 4.0);
+
+/// Unsloth's `fast_cross_entropy_loss` Triton kernel keeps the logits and one fp32
+/// log-sum-exp per row, and writes the gradient into the logits' own storage.
+const FUSED_CROSS_ENTROPY_LOGITS_BYTES: (f64, f64) = (2.0, 4.0);
 
 impl Profile {
     pub fn of(framework: Framework) -> Profile {
@@ -70,6 +81,7 @@ impl Profile {
             fp32_gradients_mixed: false,
             logits_bytes: HF_LOGITS_BYTES,
             fused_kernels: false,
+            lora_dropout: false,
             pure_fp16_runs_as_amp: false,
         };
         match framework {
@@ -100,7 +112,8 @@ impl Profile {
                 fp32_adapters: false,
                 quantizes_lm_head: true,
                 quantizes_after_loading: true,
-                logits_bytes: CHUNKED_HEAD_LOGITS_BYTES,
+                logits_bytes: LITGPT_CHUNKED_LOGITS_BYTES,
+                lora_dropout: true,
                 ..generic
             },
             // Unsloth: fp32 PEFT adapters, fused kernels, chunked fused cross-entropy
@@ -108,7 +121,7 @@ impl Profile {
             Framework::Unsloth => Profile {
                 amp_keeps_fp32_weights: true,
                 kbit_upcasts_unquantized: true,
-                logits_bytes: CHUNKED_HEAD_LOGITS_BYTES,
+                logits_bytes: FUSED_CROSS_ENTROPY_LOGITS_BYTES,
                 fused_kernels: true,
                 pure_fp16_runs_as_amp: true,
                 ..generic

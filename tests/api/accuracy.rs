@@ -278,12 +278,14 @@ fn accuracy_memory_report() {
             None => {
                 let fits = o.predicted_bytes <= o.usable_bytes;
                 println!(
-                    "{:<6} {:<14} {:>12} {:>12.2} {:>8}",
+                    "{:<6} {:<14} {:>12} {:>12.2} {:>8}  usable {:.2}  {}",
                     o.id,
                     o.metric,
                     "OOM",
                     o.predicted_bytes / gib,
-                    if fits { "MISSED" } else { "ok" }
+                    if fits { "MISSED" } else { "ok" },
+                    o.usable_bytes / gib,
+                    o.detail
                 );
                 if fits {
                     oom_failures.push(o.id.clone());
