@@ -92,7 +92,7 @@ pub fn spawn(
     let (s, b) = (store.clone(), book.clone());
     tokio::spawn(async move {
         loop {
-            match s.client().get_async_pubsub().await {
+            match subscribe(&s).await {
                 Ok(mut pubsub) => {
                     if pubsub.subscribe(s.channel()).await.is_ok() {
                         let mut messages = pubsub.on_message();
@@ -130,4 +130,10 @@ pub fn spawn(
             }
         });
     }
+}
+
+/// A pub/sub connection to the server that carries the updates channel.
+async fn subscribe(store: &Store) -> Result<redis::aio::PubSub, String> {
+    let client = store.channel_client().await?;
+    client.get_async_pubsub().await.map_err(|e| e.to_string())
 }

@@ -2,25 +2,93 @@
 //! pointer moved and announced in one MULTI/EXEC, and the refresh lock.
 //!
 //! Keys, under a configurable prefix `P`: `P:snapshot:<id>` (JSON), `P:current` (the
-//! id), `P:lock:refresh` (holder token); channel `P:updates` (new ids).
+//! id), `P:lock:refresh` (holder token); channel `P:updates` (new ids). On a Redis Cluster
+//! the prefix is a hash tag, `{P}:current`, so that every key lives in one slot and the
+//! MULTI/EXEC and the lock scripts run on one node.
+//!
+//! Where Redis lives (`TRAINPLAN_REDIS_URL`):
+//! - `redis://`, `rediss://`, `unix://`: one server;
+//! - `redis+sentinel://[user:password@]host:port[,host:port…]/service[/db]`: the master
+//!   that Redis Sentinel names for `service`, asked again after every failure, so a
+//!   failover is followed on the next call;
+//! - `redis+cluster://[user:password@]host:port[,host:port…]`: a Redis Cluster, from any
+//!   of its nodes.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use redis::AsyncCommands;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::sentinel::{Sentinel, SentinelNodeConnectionInfo};
+use redis::{AsyncCommands, Cmd, Pipeline, RedisFuture, Value};
 
 use super::refresh::StoredSnapshot;
 
 /// A superseded snapshot lives this long, for replicas still loading it.
 const SUPERSEDED_TTL_SECONDS: i64 = 86_400;
+/// How long connecting, and waiting for one answer, may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the store's Redis lives.
+#[derive(Clone)]
+enum Target {
+    Single(redis::Client),
+    Sentinel {
+        sentinel: Arc<tokio::sync::Mutex<Sentinel>>,
+        service: String,
+        node: SentinelNodeConnectionInfo,
+    },
+    Cluster {
+        client: Box<ClusterClient>,
+        /// One node, for the updates channel: a cluster forwards PUBLISH to every node.
+        first_node: redis::Client,
+    },
+}
+
+/// An open connection to whichever target.
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Single(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Single(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
+}
 
 /// A handle to the store; cheap to clone. The connection is made on first use and
 /// remade after failures, so a replica starts (and serves) while Redis is down.
 #[derive(Clone)]
 pub struct Store {
-    client: redis::Client,
+    target: Target,
     prefix: String,
-    connection: std::sync::Arc<tokio::sync::Mutex<Option<ConnectionManager>>>,
+    connection: Arc<tokio::sync::Mutex<Option<Connection>>>,
 }
 
 fn text(error: redis::RedisError) -> String {
@@ -28,7 +96,7 @@ fn text(error: redis::RedisError) -> String {
 }
 
 /// Runs one command; a failed one drops the cached connection so that the next call
-/// connects afresh (after a Redis restart, say).
+/// connects afresh (after a Redis restart or a Sentinel failover, say).
 macro_rules! with_connection {
     ($store:expr, |$c:ident| $body:expr) => {{
         let mut $c = $store.connection().await?;
@@ -40,39 +108,159 @@ macro_rules! with_connection {
     }};
 }
 
+/// `[user[:password]@]host:port[,host:port…]` and the path after it, for the
+/// `redis+sentinel://` and `redis+cluster://` forms.
+struct Nodes<'a> {
+    username: Option<&'a str>,
+    password: Option<&'a str>,
+    hosts: Vec<&'a str>,
+    path: Vec<&'a str>,
+}
+
+fn nodes<'a>(scheme: &str, rest: &'a str) -> Result<Nodes<'a>, String> {
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let (credentials, hosts) = match authority.rsplit_once('@') {
+        Some((credentials, hosts)) => (Some(credentials), hosts),
+        None => (None, authority),
+    };
+    let (username, password) = match credentials.map(|c| c.split_once(':')) {
+        Some(Some((user, password))) => ((!user.is_empty()).then_some(user), Some(password)),
+        Some(None) => (None, credentials),
+        None => (None, None),
+    };
+    let hosts: Vec<&str> = hosts.split(',').filter(|h| !h.is_empty()).collect();
+    if hosts.is_empty() || hosts.iter().any(|h| !h.contains(':')) {
+        return Err(format!("{scheme}:// needs host:port[,host:port…]"));
+    }
+    Ok(Nodes {
+        username,
+        password,
+        hosts,
+        path: path.split('/').filter(|p| !p.is_empty()).collect(),
+    })
+}
+
+impl Target {
+    fn parse(url: &str) -> Result<Self, String> {
+        if let Some(rest) = url.strip_prefix("redis+sentinel://") {
+            let n = nodes("redis+sentinel", rest)?;
+            let service = n
+                .path
+                .first()
+                .ok_or("redis+sentinel:// needs the master's service name as its path")?;
+            let db = match n.path.get(1) {
+                Some(db) => db
+                    .parse::<i64>()
+                    .map_err(|_| format!("redis+sentinel:// database {db:?} is not a number"))?,
+                None => 0,
+            };
+            let mut info = redis::RedisConnectionInfo::default().set_db(db);
+            if let Some(user) = n.username {
+                info = info.set_username(user);
+            }
+            if let Some(password) = n.password {
+                info = info.set_password(password);
+            }
+            let sentinels: Vec<String> = n.hosts.iter().map(|h| format!("redis://{h}")).collect();
+            Ok(Target::Sentinel {
+                sentinel: Arc::new(tokio::sync::Mutex::new(
+                    Sentinel::build(sentinels).map_err(text)?,
+                )),
+                service: service.to_string(),
+                node: SentinelNodeConnectionInfo::default().set_redis_connection_info(info),
+            })
+        } else if let Some(rest) = url.strip_prefix("redis+cluster://") {
+            let n = nodes("redis+cluster", rest)?;
+            let urls: Vec<String> = n.hosts.iter().map(|h| format!("redis://{h}")).collect();
+            let mut builder = ClusterClient::builder(urls.clone())
+                .connection_timeout(CONNECT_TIMEOUT)
+                .response_timeout(RESPONSE_TIMEOUT)
+                .retries(1);
+            let mut first = redis::RedisConnectionInfo::default();
+            if let Some(user) = n.username {
+                builder = builder.username(user);
+                first = first.set_username(user);
+            }
+            if let Some(password) = n.password {
+                builder = builder.password(password);
+                first = first.set_password(password);
+            }
+            let address = redis::IntoConnectionInfo::into_connection_info(urls[0].as_str())
+                .map_err(text)?
+                .set_redis_settings(first);
+            Ok(Target::Cluster {
+                client: Box::new(builder.build().map_err(text)?),
+                first_node: redis::Client::open(address).map_err(text)?,
+            })
+        } else {
+            Ok(Target::Single(redis::Client::open(url).map_err(text)?))
+        }
+    }
+}
+
 impl Store {
     pub fn new(url: &str, prefix: &str) -> Result<Self, String> {
         Ok(Self {
-            client: redis::Client::open(url).map_err(text)?,
+            target: Target::parse(url)?,
             prefix: prefix.to_string(),
             connection: Default::default(),
         })
     }
 
     fn key(&self, name: &str) -> String {
-        format!("{}:{name}", self.prefix)
+        match self.target {
+            Target::Cluster { .. } => format!("{{{}}}:{name}", self.prefix),
+            _ => format!("{}:{name}", self.prefix),
+        }
     }
 
     pub fn channel(&self) -> String {
         self.key("updates")
     }
 
-    pub fn client(&self) -> &redis::Client {
-        &self.client
+    /// A client for one server that carries the updates channel: the server itself, the
+    /// master Sentinel names now, or one cluster node.
+    pub async fn channel_client(&self) -> Result<redis::Client, String> {
+        match &self.target {
+            Target::Single(client) => Ok(client.clone()),
+            Target::Sentinel {
+                sentinel,
+                service,
+                node,
+            } => {
+                let mut sentinel = sentinel.lock().await;
+                let master = sentinel.async_master_for(service, Some(node));
+                tokio::time::timeout(CONNECT_TIMEOUT, master)
+                    .await
+                    .map_err(|_| format!("Sentinel did not name the master of {service:?} in time"))?
+                    .map_err(text)
+            }
+            Target::Cluster { first_node, .. } => Ok(first_node.clone()),
+        }
     }
 
-    async fn connection(&self) -> Result<ConnectionManager, String> {
+    async fn connection(&self) -> Result<Connection, String> {
         let mut slot = self.connection.lock().await;
         if let Some(connection) = slot.as_ref() {
             return Ok(connection.clone());
         }
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(Duration::from_secs(5)))
-            .set_number_of_retries(1);
-        let connection = ConnectionManager::new_with_config(self.client.clone(), config)
-            .await
-            .map_err(text)?;
+        let connection = match &self.target {
+            Target::Cluster { client, .. } => {
+                Connection::Cluster(client.get_async_connection().await.map_err(text)?)
+            }
+            _ => {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(CONNECT_TIMEOUT))
+                    .set_response_timeout(Some(RESPONSE_TIMEOUT))
+                    .set_number_of_retries(1);
+                let client = self.channel_client().await?;
+                Connection::Single(
+                    ConnectionManager::new_with_config(client, config)
+                        .await
+                        .map_err(text)?,
+                )
+            }
+        };
         *slot = Some(connection.clone());
         Ok(connection)
     }

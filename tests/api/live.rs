@@ -488,27 +488,49 @@ async fn two_concurrent_refreshes_run_once() {
     assert_eq!(json(&b, refresh_request(Some(TOKEN))).await.0, 200);
 }
 
-/// A Redis of this test's own, so that it can be stopped and started again.
+/// A Redis of this test's own, so that it can be stopped and started again, in a scratch
+/// directory of its own (cluster and Sentinel nodes write their state there).
 struct OwnRedis {
     port: u16,
+    dir: std::path::PathBuf,
     child: std::process::Child,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 impl OwnRedis {
     fn start(port: u16) -> Self {
+        Self::start_with(port, &[], None)
+    }
+
+    /// `redis-server [config] --port P … extra`; a config file (Sentinel needs one) is
+    /// written into the scratch directory first.
+    fn start_with(port: u16, extra: &[&str], config: Option<&str>) -> Self {
         let binary =
             std::env::var("TRAINPLAN_TEST_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-        let child = std::process::Command::new(binary)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+        let dir = std::env::temp_dir().join(format!(
+            "trainplan-test-redis-{port}-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut command = std::process::Command::new(binary);
+        if let Some(text) = config {
+            let file = dir.join("redis.conf");
+            std::fs::write(&file, text).unwrap();
+            command.arg(file);
+        }
+        let child = command
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .args(extra)
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("redis-server (installed by scripts/test.sh)");
@@ -520,11 +542,17 @@ impl OwnRedis {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        Self { port, child }
+        Self { port, dir, child }
     }
 
     fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn command<T: redis::FromRedisValue>(&self, args: &[&str]) -> redis::RedisResult<T> {
+        let client = redis::Client::open(self.url())?;
+        let mut c = client.get_connection()?;
+        redis::cmd(args[0]).arg(&args[1..]).query(&mut c)
     }
 }
 
@@ -532,16 +560,13 @@ impl Drop for OwnRedis {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
 #[actix_web::test]
 async fn a_redis_outage_is_served_from_memory_and_the_next_refresh_lands_everywhere() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let redis = OwnRedis::start(port);
     let url = redis.url();
     let server = MockServer::start().await;
@@ -609,4 +634,174 @@ async fn a_redis_outage_is_served_from_memory_and_the_next_refresh_lands_everywh
         .await,
         "instance B did not pick up the refresh after the outage"
     );
+}
+
+/// Refreshes through `a` until it lands and waits until `b` serves the sheet's 8×A100
+/// price `hourly`: the two instances share the store.
+async fn refresh_lands_on_both(
+    a: &impl Service<
+        actix_http::Request,
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+    >,
+    b: &impl Service<
+        actix_http::Request,
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+    >,
+    hourly: f64,
+) {
+    let landed = eventually(Duration::from_secs(20), async || {
+        json(a, refresh_request(Some(TOKEN))).await.0 == 200
+    })
+    .await;
+    assert!(landed, "the refresh did not land");
+    let ours = "/v1/prices?provider=our-cloud&price_type=on_demand";
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            json(b, TestRequest::get().uri(ours)).await.1["prices"][0]["price_per_instance_hour"]
+                == hourly
+        })
+        .await,
+        "the second instance did not pick up the refresh"
+    );
+}
+
+#[actix_web::test]
+async fn a_sentinel_failover_is_followed() {
+    // A master, its replica, and one Sentinel that promotes the replica once the master
+    // has been unreachable for a second.
+    let master = OwnRedis::start(free_port());
+    let replica_port = free_port();
+    let master_port = master.port.to_string();
+    let replica = OwnRedis::start_with(
+        replica_port,
+        &["--replicaof", "127.0.0.1", &master_port],
+        None,
+    );
+    let sentinel_port = free_port();
+    let _sentinel = OwnRedis::start_with(
+        sentinel_port,
+        &["--sentinel"],
+        Some(&format!(
+            "sentinel monitor tp 127.0.0.1 {master_port} 1\n\
+             sentinel down-after-milliseconds tp 1000\n\
+             sentinel failover-timeout tp 3000\n"
+        )),
+    );
+    let url = format!("redis+sentinel://127.0.0.1:{sentinel_port}/tp");
+    let server = MockServer::start().await;
+    serve(&server, "/sheet", fixture("sheet.csv")).await;
+    let feeds = feed("sheet", "csv_url", &format!("{}/sheet", server.uri()), "");
+    let (a, _) = instance(&url, "trainplan", &feeds, Some(TOKEN)).await;
+    let (b, _) = instance(&url, "trainplan", "", None).await;
+    refresh_lands_on_both(&a, &b, 160.0).await;
+    let current: Option<String> = master.command(&["GET", "trainplan:current"]).unwrap();
+    assert!(current.is_some(), "the snapshot pointer is on the master");
+
+    // The master dies; Sentinel promotes the replica and both instances follow it.
+    drop(master);
+    server.reset().await;
+    serve(
+        &server,
+        "/sheet",
+        fixture("sheet.csv").replace(",160,20,", ",176,22,"),
+    )
+    .await;
+    refresh_lands_on_both(&a, &b, 176.0).await;
+    let role: Vec<redis::Value> = replica.command(&["ROLE"]).unwrap();
+    assert_eq!(
+        role.first(),
+        Some(&redis::Value::BulkString(b"master".to_vec())),
+        "the refresh landed on the promoted replica"
+    );
+}
+
+#[actix_web::test]
+async fn a_redis_cluster_holds_the_store_in_one_slot() {
+    // Three masters sharing the 16,384 slots.
+    let nodes: Vec<OwnRedis> = (0..3)
+        .map(|_| {
+            OwnRedis::start_with(
+                free_port(),
+                &["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"],
+                None,
+            )
+        })
+        .collect();
+    for (i, node) in nodes.iter().enumerate() {
+        let (first, last) = (i * 5462, ((i + 1) * 5462).min(16_384) - 1);
+        let _: () = node
+            .command(&["CLUSTER", "ADDSLOTSRANGE", &first.to_string(), &last.to_string()])
+            .unwrap();
+        let port = node.port.to_string();
+        let _: () = nodes[0]
+            .command(&["CLUSTER", "MEET", "127.0.0.1", &port])
+            .unwrap();
+    }
+    let started = Instant::now();
+    while nodes.iter().any(|n| {
+        !n.command::<String>(&["CLUSTER", "INFO"])
+            .unwrap_or_default()
+            .contains("cluster_state:ok")
+    }) {
+        assert!(started.elapsed() < Duration::from_secs(20), "cluster not ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let url = format!(
+        "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
+        nodes[0].port, nodes[1].port
+    );
+    let server = MockServer::start().await;
+    serve(&server, "/sheet", fixture("sheet.csv")).await;
+    let feeds = feed("sheet", "csv_url", &format!("{}/sheet", server.uri()), "");
+    let (a, _) = instance(&url, "trainplan", &feeds, Some(TOKEN)).await;
+    let (b, _) = instance(&url, "trainplan", "", None).await;
+    refresh_lands_on_both(&a, &b, 160.0).await;
+    // Every key carries the `{trainplan}` hash tag: the pointer and its snapshot share
+    // one slot (a MULTI/EXEC across slots would have been refused).
+    let client = redis::cluster::ClusterClient::new(vec![nodes[2].url()]).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let current: String = redis::cmd("GET")
+        .arg("{trainplan}:current")
+        .query(&mut c)
+        .unwrap();
+    let snapshot: Option<String> = redis::cmd("GET")
+        .arg(format!("{{trainplan}}:snapshot:{current}"))
+        .query(&mut c)
+        .unwrap();
+    assert!(snapshot.is_some_and(|s| s.contains("our-cloud")));
+    // Both instances agree on the same store through different seed nodes.
+    let third = format!("redis+cluster://127.0.0.1:{}", nodes[2].port);
+    let (c, _) = instance(&third, "trainplan", "", None).await;
+    let ours = "/v1/prices?provider=our-cloud&price_type=on_demand";
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            json(&c, TestRequest::get().uri(ours)).await.1["count"] == 1
+        })
+        .await
+    );
+}
+
+#[test]
+fn store_addresses_are_checked_when_read() {
+    for (url, reason) in [
+        ("redis+sentinel://127.0.0.1:26379", "service name"),
+        ("redis+sentinel:///tp", "host:port"),
+        ("redis+sentinel://127.0.0.1:26379/tp/zero", "not a number"),
+        ("redis+cluster://", "host:port"),
+        ("redis+cluster://localhost", "host:port"),
+    ] {
+        match Store::new(url, "p") {
+            Ok(_) => panic!("{url} was accepted"),
+            Err(error) => assert!(error.contains(reason), "{url}: {error}"),
+        }
+    }
+    for url in [
+        "redis://127.0.0.1:6379",
+        "redis+sentinel://user:secret@127.0.0.1:26379,127.0.0.1:26380/tp/2",
+        "redis+cluster://:secret@127.0.0.1:7000,127.0.0.1:7001",
+    ] {
+        assert!(Store::new(url, "p").is_ok(), "{url}");
+    }
 }
