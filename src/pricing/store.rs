@@ -232,7 +232,9 @@ impl Store {
                 let master = sentinel.async_master_for(service, Some(node));
                 tokio::time::timeout(CONNECT_TIMEOUT, master)
                     .await
-                    .map_err(|_| format!("Sentinel did not name the master of {service:?} in time"))?
+                    .map_err(|_| {
+                        format!("Sentinel did not name the master of {service:?} in time")
+                    })?
                     .map_err(text)
             }
             Target::Cluster { first_node, .. } => Ok(first_node.clone()),

@@ -569,8 +569,7 @@ async fn a_redis_outage_is_served_from_memory_and_the_next_refresh_lands_everywh
     let port = free_port();
     let redis = OwnRedis::start(port);
     let url = redis.url();
-    let server = MockServer::start().await;
-    serve(&server, "/sheet", fixture("sheet.csv")).await;
+    let server = sheet_server().await;
     let feeds = feed("sheet", "csv_url", &format!("{}/sheet", server.uri()), "");
     let (a, _) = instance(&url, "trainplan", &feeds, Some(TOKEN)).await;
     let (b, _) = instance(&url, "trainplan", "", None).await;
@@ -614,26 +613,26 @@ async fn a_redis_outage_is_served_from_memory_and_the_next_refresh_lands_everywh
 
     // Redis is back (empty: it kept nothing); the next refresh lands on every instance.
     let _redis = OwnRedis::start(port);
+    raise_sheet_prices(&server).await;
+    refresh_lands_on_both(&a, &b, 176.0).await;
+}
+
+/// A provider serving the recorded sheet (8×A100 at 160 an hour).
+async fn sheet_server() -> MockServer {
+    let server = MockServer::start().await;
+    serve(&server, "/sheet", fixture("sheet.csv")).await;
+    server
+}
+
+/// The sheet again, at 176 an hour.
+async fn raise_sheet_prices(server: &MockServer) {
     server.reset().await;
     serve(
-        &server,
+        server,
         "/sheet",
         fixture("sheet.csv").replace(",160,20,", ",176,22,"),
     )
     .await;
-    let landed = eventually(Duration::from_secs(15), async || {
-        json(&a, refresh_request(Some(TOKEN))).await.0 == 200
-    })
-    .await;
-    assert!(landed, "the refresh after the outage did not land");
-    assert!(
-        eventually(Duration::from_secs(10), async || {
-            json(&b, TestRequest::get().uri(ours)).await.1["prices"][0]["price_per_instance_hour"]
-                == 176.0
-        })
-        .await,
-        "instance B did not pick up the refresh after the outage"
-    );
 }
 
 /// Refreshes through `a` until it lands and waits until `b` serves the sheet's 8×A100
@@ -690,8 +689,7 @@ async fn a_sentinel_failover_is_followed() {
         )),
     );
     let url = format!("redis+sentinel://127.0.0.1:{sentinel_port}/tp");
-    let server = MockServer::start().await;
-    serve(&server, "/sheet", fixture("sheet.csv")).await;
+    let server = sheet_server().await;
     let feeds = feed("sheet", "csv_url", &format!("{}/sheet", server.uri()), "");
     let (a, _) = instance(&url, "trainplan", &feeds, Some(TOKEN)).await;
     let (b, _) = instance(&url, "trainplan", "", None).await;
@@ -701,13 +699,7 @@ async fn a_sentinel_failover_is_followed() {
 
     // The master dies; Sentinel promotes the replica and both instances follow it.
     drop(master);
-    server.reset().await;
-    serve(
-        &server,
-        "/sheet",
-        fixture("sheet.csv").replace(",160,20,", ",176,22,"),
-    )
-    .await;
+    raise_sheet_prices(&server).await;
     refresh_lands_on_both(&a, &b, 176.0).await;
     let role: Vec<redis::Value> = replica.command(&["ROLE"]).unwrap();
     assert_eq!(
@@ -732,7 +724,12 @@ async fn a_redis_cluster_holds_the_store_in_one_slot() {
     for (i, node) in nodes.iter().enumerate() {
         let (first, last) = (i * 5462, ((i + 1) * 5462).min(16_384) - 1);
         let _: () = node
-            .command(&["CLUSTER", "ADDSLOTSRANGE", &first.to_string(), &last.to_string()])
+            .command(&[
+                "CLUSTER",
+                "ADDSLOTSRANGE",
+                &first.to_string(),
+                &last.to_string(),
+            ])
             .unwrap();
         let port = node.port.to_string();
         let _: () = nodes[0]
@@ -745,15 +742,17 @@ async fn a_redis_cluster_holds_the_store_in_one_slot() {
             .unwrap_or_default()
             .contains("cluster_state:ok")
     }) {
-        assert!(started.elapsed() < Duration::from_secs(20), "cluster not ready");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "cluster not ready"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let url = format!(
         "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
         nodes[0].port, nodes[1].port
     );
-    let server = MockServer::start().await;
-    serve(&server, "/sheet", fixture("sheet.csv")).await;
+    let server = sheet_server().await;
     let feeds = feed("sheet", "csv_url", &format!("{}/sheet", server.uri()), "");
     let (a, _) = instance(&url, "trainplan", &feeds, Some(TOKEN)).await;
     let (b, _) = instance(&url, "trainplan", "", None).await;
