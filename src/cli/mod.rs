@@ -48,8 +48,9 @@ pub enum Command {
     },
     /// Run one refresh of the enabled price feeds into Redis (TRAINPLAN_REDIS_URL) and
     /// exit: for cron or a Kubernetes CronJob. Exit 0 when at least one feed (or none
-    /// enabled) succeeded, 1 when every feed failed or Redis could not be reached, 2 for
-    /// bad configuration.
+    /// enabled) succeeded, 1 when every feed failed, Redis could not be reached or SIGTERM
+    /// stopped it (it then publishes nothing and gives the refresh lock back), 2 for bad
+    /// configuration.
     Scrape,
     /// Check a plan against a budget, for CI: exit 0 pass, 1 fail, 2 bad input, 3 prices
     /// unavailable or older than allowed. Writes $GITHUB_STEP_SUMMARY and $GITHUB_OUTPUT
@@ -156,7 +157,11 @@ pub fn run(cli: Cli) -> i32 {
                     return 1;
                 }
             };
-            match runtime.block_on(pricing.refresher.refresh()) {
+            let refresher = pricing.refresher.clone();
+            match runtime.block_on(async move {
+                stop_refresher_on_signal(refresher.clone());
+                refresher.refresh().await
+            }) {
                 Ok(report) => {
                     println!(
                         "{}",
@@ -300,6 +305,31 @@ fn estimate(path: &PathBuf, answer: Answer) -> i32 {
     }
 }
 
+/// Stops the refresher when SIGTERM or Ctrl-C arrives: feeds still fetching give up and
+/// the lock goes back at once (actix drains the HTTP side on the same signals).
+fn stop_refresher_on_signal(refresher: std::sync::Arc<crate::pricing::refresh::Refresher>) {
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        let terminate = async {
+            use tokio::signal::unix::{SignalKind, signal};
+            match signal(SignalKind::terminate()) {
+                Ok(mut terminate) => {
+                    terminate.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let terminate = std::future::pending::<()>();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = terminate => {}
+        }
+        tracing::info!("stopping the price refresher");
+        refresher.stop();
+    });
+}
+
 /// Binds and serves until the process is stopped.
 fn serve(listen: &str, state: AppState, poll: std::time::Duration) -> std::io::Result<()> {
     actix_web::rt::System::new().block_on(async move {
@@ -313,6 +343,7 @@ fn serve(listen: &str, state: AppState, poll: std::time::Duration) -> std::io::R
                 pricing.refresher.clone(),
             );
         }
+        stop_refresher_on_signal(pricing.refresher.clone());
         let state = actix_web::web::Data::new(state);
         let state_for_shutdown = state.clone();
         // A client has 5 s to send its request head and body; a stopping server gives

@@ -218,5 +218,8 @@ pub async fn refresh(
         Err(RefreshError::Store(error)) => Err(ApiError::Unavailable(format!(
             "the price store is unreachable: {error}"
         ))),
+        Err(RefreshError::Stopped) => Err(ApiError::Unavailable(
+            "this replica is shutting down; the refresh published nothing".into(),
+        )),
     }
 }

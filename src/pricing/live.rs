@@ -124,6 +124,7 @@ pub fn spawn(
                         tracing::info!(snapshot = %report.snapshot_id, rows = report.rows, "scheduled refresh")
                     }
                     Err(RefreshError::Busy) => tracing::debug!("another replica is refreshing"),
+                    Err(RefreshError::Stopped) => break,
                     Err(error) => tracing::warn!(%error, "scheduled refresh failed"),
                 }
                 tokio::time::sleep(Duration::from_secs(seconds.max(1))).await;

@@ -326,6 +326,8 @@ pub enum RefreshError {
     Busy,
     #[error("price store: {0}")]
     Store(String),
+    #[error("stopped: the process is shutting down; nothing was published")]
+    Stopped,
 }
 
 /// What a refresh did.
@@ -356,6 +358,8 @@ pub struct Refresher {
     running: tokio::sync::Mutex<()>,
     /// The token of the Redis lock while this replica holds it (for release on shutdown).
     held: std::sync::Mutex<Option<String>>,
+    /// Set once by [`Refresher::stop`]; feeds still fetching give up at once.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 /// How long the refresh lock lives unless renewed.
@@ -378,12 +382,34 @@ impl Refresher {
             fx,
             running: tokio::sync::Mutex::new(()),
             held: std::sync::Mutex::new(None),
+            stopping: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Stops this replica's refreshing for good (SIGTERM): a refresh in progress keeps
+    /// the feeds that have finished, abandons the ones still fetching, publishes nothing
+    /// and gives its lock back; no refresh starts after this.
+    pub fn stop(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
+    /// Resolves once [`Refresher::stop`] has been called.
+    async fn stopped(&self) {
+        let mut watch = self.stopping.subscribe();
+        // The sender lives as long as `self`, so `wait_for` ends only by the flag.
+        let _ = watch.wait_for(|stopping| *stopping).await;
     }
 
     /// Runs every enabled feed and publishes the result. One refresh at a time per
     /// replica, and with Redis one across replicas (`Busy` otherwise).
     pub async fn refresh(&self) -> Result<RefreshReport, RefreshError> {
+        if self.is_stopping() {
+            return Err(RefreshError::Stopped);
+        }
         let _local = self.running.try_lock().map_err(|_| RefreshError::Busy)?;
         let token = uuid::Uuid::new_v4().to_string();
         let renewal = match &self.store {
@@ -460,11 +486,10 @@ impl Refresher {
             };
             async move {
                 let started = Instant::now();
-                let result = self
-                    .fetcher
-                    .run(feed, &stamp)
-                    .await
-                    .map_err(|e| e.to_string());
+                let result = tokio::select! {
+                    result = self.fetcher.run(feed, &stamp) => result.map_err(|e| e.to_string()),
+                    () = self.stopped() => Err("stopped by shutdown".to_string()),
+                };
                 Outcome {
                     feed: feed.clone(),
                     result,
@@ -473,6 +498,9 @@ impl Refresher {
             }
         });
         let outcomes = futures_util::future::join_all(runs).await;
+        if self.is_stopping() {
+            return Err(RefreshError::Stopped);
+        }
         let id = format!(
             "{}-{}",
             now.as_second(),

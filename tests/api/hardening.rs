@@ -10,7 +10,7 @@ use trainplan::http::keys::ApiKeys;
 use trainplan::http::{AppState, app};
 use trainplan::pricing::Pricing;
 
-use crate::support::{BODY_LIMIT, RunningServer, fx, get};
+use crate::support::{BODY_LIMIT, RunningServer, fx, get, terminate};
 
 fn sha256(text: &str) -> String {
     use std::fmt::Write;
@@ -117,59 +117,121 @@ fn sigterm_stops_the_server_cleanly() {
     assert_eq!(exit.code(), Some(0), "{exit:?}");
 }
 
+/// A refresh that is still running when the signal comes: one feed that answers after
+/// ten seconds, on a Redis key prefix of its own.
+struct SlowRefresh {
+    _provider: wiremock::MockServer,
+    dir: std::path::PathBuf,
+    redis_url: String,
+    prefix: String,
+}
+
+impl SlowRefresh {
+    async fn start() -> Self {
+        use wiremock::matchers::path;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let Ok(redis_url) = std::env::var("TRAINPLAN_TEST_REDIS_URL") else {
+            panic!("TRAINPLAN_TEST_REDIS_URL is not set: run scripts/test.sh");
+        };
+        let provider = MockServer::start().await;
+        Mock::given(path("/sheet"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("provider,region,sku,gpu,gpu_count,price_type,price_per_instance_hour,price_per_gpu_hour,currency,as_of,source,source_kind,notes\n").set_delay(std::time::Duration::from_secs(10)))
+            .mount(&provider)
+            .await;
+        let dir = std::env::temp_dir().join(format!(
+            "trainplan-sigterm-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("feeds.toml"), format!("[[feed]]\nname = \"slow\"\nkind = \"csv_url\"\nenabled = true\nurl = \"{}/sheet\"\ntimeout_seconds = 30.0\n", provider.uri())).unwrap();
+        Self {
+            _provider: provider,
+            dir,
+            redis_url,
+            prefix: format!("trainplan-test-{}", uuid::Uuid::new_v4().simple()),
+        }
+    }
+
+    /// The settings that point the binary at this refresh.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("TRAINPLAN_REDIS_URL", self.redis_url.clone()),
+            ("TRAINPLAN_REDIS_PREFIX", self.prefix.clone()),
+            (
+                "TRAINPLAN_FEEDS_FILE",
+                self.dir.join("feeds.toml").display().to_string(),
+            ),
+        ]
+    }
+
+    fn exists(&self, key: &str) -> bool {
+        let client = redis::Client::open(self.redis_url.as_str()).unwrap();
+        let mut c = client.get_connection().unwrap();
+        redis::cmd("EXISTS")
+            .arg(format!("{}:{key}", self.prefix))
+            .query::<bool>(&mut c)
+            .unwrap()
+    }
+
+    /// Waits until the refresh holds the lock (it is then waiting on the slow feed).
+    async fn wait_for_lock(&self) {
+        let started = std::time::Instant::now();
+        while !self.exists("lock:refresh") {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "the refresh never took the lock"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for SlowRefresh {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_during_a_refresh_gives_the_redis_lock_back() {
-    use wiremock::matchers::path;
-    use wiremock::{Mock, MockServer, ResponseTemplate};
-    let Ok(redis_url) = std::env::var("TRAINPLAN_TEST_REDIS_URL") else {
-        panic!("TRAINPLAN_TEST_REDIS_URL is not set: run scripts/test.sh");
-    };
-    // A feed that takes ten seconds: the refresh that starts with the server is still
-    // running (and holding the lock) when the signal comes.
-    let provider = MockServer::start().await;
-    Mock::given(path("/sheet"))
-        .respond_with(ResponseTemplate::new(200).set_body_string("provider,region,sku,gpu,gpu_count,price_type,price_per_instance_hour,price_per_gpu_hour,currency,as_of,source,source_kind,notes\n").set_delay(std::time::Duration::from_secs(10)))
-        .mount(&provider)
-        .await;
-    let dir = std::env::temp_dir().join(format!(
-        "trainplan-sigterm-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let feeds = dir.join("feeds.toml");
-    std::fs::write(&feeds, format!("[[feed]]\nname = \"slow\"\nkind = \"csv_url\"\nenabled = true\nurl = \"{}/sheet\"\ntimeout_seconds = 30.0\n", provider.uri())).unwrap();
-    let prefix = format!("trainplan-test-{}", uuid::Uuid::new_v4().simple());
-    let lock = format!("{prefix}:lock:refresh");
-    let mut server = RunningServer::start_with(&[
-        ("TRAINPLAN_REDIS_URL", &redis_url),
-        ("TRAINPLAN_REDIS_PREFIX", &prefix),
-        ("TRAINPLAN_FEEDS_FILE", feeds.to_str().unwrap()),
-    ]);
-    let client = redis::Client::open(redis_url.as_str()).unwrap();
-    let mut c = client.get_connection().unwrap();
-    let started = std::time::Instant::now();
-    while !redis::cmd("EXISTS")
-        .arg(&lock)
-        .query::<bool>(&mut c)
-        .unwrap()
-    {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(10),
-            "the refresh never took the lock"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let slow = SlowRefresh::start().await;
+    let env = slow.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut server = RunningServer::start_with(&env);
+    slow.wait_for_lock().await;
     // Serving, so its signal handlers are in place.
     let live = tokio::task::block_in_place(|| server.http_get("/livez"));
     assert!(live.starts_with("HTTP/1.1 200"));
     let exit = tokio::task::block_in_place(|| server.terminate());
     assert_eq!(exit.code(), Some(0), "{exit:?}");
-    // Released at once, not left to expire.
-    assert!(
-        !redis::cmd("EXISTS")
-            .arg(&lock)
-            .query::<bool>(&mut c)
-            .unwrap()
-    );
-    std::fs::remove_dir_all(&dir).unwrap();
+    // Released at once, not left to expire; the cut-short refresh published nothing.
+    assert!(!slow.exists("lock:refresh"));
+    assert!(!slow.exists("current"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_a_scrape_which_publishes_nothing_and_gives_the_lock_back() {
+    use std::io::Read;
+    let slow = SlowRefresh::start().await;
+    let mut scrape = std::process::Command::new(env!("CARGO_BIN_EXE_trainplan"))
+        .arg("scrape")
+        .envs(slow.env())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    slow.wait_for_lock().await;
+    let exit = tokio::task::block_in_place(|| terminate(&mut scrape));
+    let mut stderr = String::new();
+    scrape
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    // The job did not finish its work: a failing exit, said why.
+    assert_eq!(exit.code(), Some(1), "{exit:?} {stderr}");
+    assert!(stderr.contains("stopped"), "{stderr}");
+    assert!(!slow.exists("lock:refresh"));
+    assert!(!slow.exists("current"));
 }

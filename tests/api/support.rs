@@ -206,22 +206,27 @@ impl RunningServer {
 
     /// Sends SIGTERM and waits (at most 30 s) for the process to end.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        let started = std::time::Instant::now();
-        loop {
-            if let Some(exit) = self.child.try_wait().unwrap() {
-                return exit;
-            }
-            assert!(
-                started.elapsed() < std::time::Duration::from_secs(30),
-                "still running after SIGTERM"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
+        terminate(&mut self.child)
+    }
+}
+
+/// Sends SIGTERM to `child` and waits (at most 30 s) for it to end.
+pub fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            return exit;
         }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
