@@ -280,7 +280,12 @@ impl<'a> Prepared<'a> {
         let block = arch.block_linear_parameters() as f64 * scale;
         let norms = arch.norm_parameters() as f64 * scale;
         let embedding = arch.embedding_parameters() as f64 * scale;
-        let head = arch.head_parameters() as f64 * scale;
+        let head = if profile.unties_embeddings {
+            arch.embedding_parameters()
+        } else {
+            arch.head_parameters()
+        } as f64
+            * scale;
         let block_share = block / (tp * pp) + norms / pp;
         let vocab_share = if pp > 1.0 {
             embedding.max(head) / tp
@@ -1025,6 +1030,13 @@ fn assumptions(p: &Prepared) -> Vec<String> {
     ];
     if plan.parallelism.tensor_parallel > 1 {
         out.push("tensor parallel with sequence parallelism (Korthikanti et al. 2022)".into());
+    }
+    let arch = &plan.model.architecture;
+    if arch.tied_embeddings && p.profile.unties_embeddings {
+        out.push(format!(
+            "the framework keeps the tied embedding and the LM head as two tensors: {} parameters counted twice",
+            arch.embedding_parameters()
+        ));
     }
     if let Method::Qlora {
         double_quantization,

@@ -37,6 +37,11 @@ pub struct Profile {
     /// Fused kernels (Unsloth's Triton RMSNorm/SwiGLU/cross-entropy) behave like
     /// `torch_compile` fusion for saved activations.
     pub fused_kernels: bool,
+    /// The model keeps its own LM head even where the checkpoint ties it to the embedding:
+    /// LitGPT's `GPT` builds `lm_head` and `transformer.wte` as separate parameters, and
+    /// `convert_hf_checkpoint.py` fills a missing `lm_head.weight` with a copy of the
+    /// embedding (`state_dict["lm_head.weight"] = state_dict["transformer.wte.weight"]`).
+    pub unties_embeddings: bool,
     /// Adapter inputs pass through dropout before `lora_A` (LitGPT `lora_dropout` defaults to
     /// 0.05 in `litgpt/finetune/lora.py`; PEFT, torchtune and LLaMA-Factory default to 0.0,
     /// which PEFT turns into `nn.Identity`). Dropout keeps a 1-byte mask and `lora_A` keeps
@@ -82,6 +87,7 @@ impl Profile {
             logits_bytes: HF_LOGITS_BYTES,
             fused_kernels: false,
             lora_dropout: false,
+            unties_embeddings: false,
             pure_fp16_runs_as_amp: false,
         };
         match framework {
@@ -114,6 +120,7 @@ impl Profile {
                 quantizes_after_loading: true,
                 logits_bytes: LITGPT_CHUNKED_LOGITS_BYTES,
                 lora_dropout: true,
+                unties_embeddings: true,
                 ..generic
             },
             // Unsloth: fp32 PEFT adapters, fused kernels, chunked fused cross-entropy
