@@ -386,9 +386,10 @@ impl Refresher {
         }
     }
 
-    /// Stops this replica's refreshing for good (SIGTERM): a refresh in progress keeps
-    /// the feeds that have finished, abandons the ones still fetching, publishes nothing
-    /// and gives its lock back; no refresh starts after this.
+    /// Stops this replica's refreshing for good (SIGTERM): a refresh in progress abandons
+    /// the feeds still fetching, publishes nothing (not even the feeds that had finished:
+    /// half a refresh would mark the others as failed) and gives its lock back; no refresh
+    /// starts after this.
     pub fn stop(&self) {
         self.stopping.send_replace(true);
     }
