@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::support::{ErrorSummary, enum_value};
 use trainplan::catalog::{Catalog, Projection};
-use trainplan::estimate::memory::{MemoryPlan, Prepared};
+use trainplan::estimate::memory::{self, MemoryPlan, Prepared};
 use trainplan::estimate::{
     Attention, Framework, Method, ModelShape, Optimizations, Optimizer, Parallelism, Precision,
     Targets,
@@ -301,6 +301,26 @@ fn accuracy_memory_report() {
         } else {
             format!("missed {oom_failures:?}")
         }
+    );
+    // The range every answer states holds at least 80 % of the measured peaks.
+    let within = outcomes
+        .iter()
+        .filter_map(|o| o.measured_bytes.map(|m| (m, o.predicted_bytes)))
+        .filter(|(measured, predicted)| {
+            (predicted * (1.0 + memory::RANGE_LOW_FRACTION)
+                ..=predicted * (1.0 + memory::RANGE_HIGH_FRACTION))
+                .contains(measured)
+        })
+        .count();
+    println!(
+        "the stated range ({:+.0} % to {:+.0} %) holds {within} of {} measured rows",
+        memory::RANGE_LOW_FRACTION * 100.0,
+        memory::RANGE_HIGH_FRACTION * 100.0,
+        errors.len()
+    );
+    assert!(
+        within as f64 >= 0.8 * errors.len() as f64,
+        "the stated range holds fewer than 80 % of the rows"
     );
     // The design's target for the median.
     assert!(
