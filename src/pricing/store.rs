@@ -140,6 +140,32 @@ fn nodes<'a>(scheme: &str, rest: &'a str) -> Result<Nodes<'a>, String> {
     })
 }
 
+impl Nodes<'_> {
+    /// The database and the credentials of the servers behind these nodes.
+    fn redis_info(&self, db: i64) -> redis::RedisConnectionInfo {
+        let mut info = redis::RedisConnectionInfo::default().set_db(db);
+        if let Some(user) = self.username {
+            info = info.set_username(user);
+        }
+        if let Some(password) = self.password {
+            info = info.set_password(password);
+        }
+        info
+    }
+
+    /// Each node as a connection address, carrying `redis_info(0)`.
+    fn addresses(&self) -> Result<Vec<redis::ConnectionInfo>, String> {
+        self.hosts
+            .iter()
+            .map(|host| {
+                redis::IntoConnectionInfo::into_connection_info(format!("redis://{host}"))
+                    .map(|address| address.set_redis_settings(self.redis_info(0)))
+                    .map_err(text)
+            })
+            .collect()
+    }
+}
+
 impl Target {
     fn parse(url: &str) -> Result<Self, String> {
         if let Some(rest) = url.strip_prefix("redis+sentinel://") {
@@ -154,43 +180,31 @@ impl Target {
                     .map_err(|_| format!("redis+sentinel:// database {db:?} is not a number"))?,
                 None => 0,
             };
-            let mut info = redis::RedisConnectionInfo::default().set_db(db);
-            if let Some(user) = n.username {
-                info = info.set_username(user);
-            }
-            if let Some(password) = n.password {
-                info = info.set_password(password);
-            }
+            // The credentials and database are the master's; the sentinels are asked
+            // without them.
+            let master = n.redis_info(db);
             let sentinels: Vec<String> = n.hosts.iter().map(|h| format!("redis://{h}")).collect();
             Ok(Target::Sentinel {
                 sentinel: Arc::new(tokio::sync::Mutex::new(
                     Sentinel::build(sentinels).map_err(text)?,
                 )),
                 service: service.to_string(),
-                node: SentinelNodeConnectionInfo::default().set_redis_connection_info(info),
+                node: SentinelNodeConnectionInfo::default().set_redis_connection_info(master),
             })
         } else if let Some(rest) = url.strip_prefix("redis+cluster://") {
-            let n = nodes("redis+cluster", rest)?;
-            let urls: Vec<String> = n.hosts.iter().map(|h| format!("redis://{h}")).collect();
-            let mut builder = ClusterClient::builder(urls.clone())
+            let addresses = nodes("redis+cluster", rest)?.addresses()?;
+            // `nodes` guarantees at least one host.
+            let first_node = redis::Client::open(addresses[0].clone()).map_err(text)?;
+            // The builder takes the credentials from the first address.
+            let client = ClusterClient::builder(addresses)
                 .connection_timeout(CONNECT_TIMEOUT)
                 .response_timeout(RESPONSE_TIMEOUT)
-                .retries(1);
-            let mut first = redis::RedisConnectionInfo::default();
-            if let Some(user) = n.username {
-                builder = builder.username(user);
-                first = first.set_username(user);
-            }
-            if let Some(password) = n.password {
-                builder = builder.password(password);
-                first = first.set_password(password);
-            }
-            let address = redis::IntoConnectionInfo::into_connection_info(urls[0].as_str())
-                .map_err(text)?
-                .set_redis_settings(first);
+                .retries(1)
+                .build()
+                .map_err(text)?;
             Ok(Target::Cluster {
-                client: Box::new(builder.build().map_err(text)?),
-                first_node: redis::Client::open(address).map_err(text)?,
+                client: Box::new(client),
+                first_node,
             })
         } else {
             Ok(Target::Single(redis::Client::open(url).map_err(text)?))
