@@ -1,9 +1,11 @@
 //! The whole request path in process — routing, middleware, body parsing, the estimate and
 //! its JSON — without sockets, for the requests `scripts/load.sh` sends. Set against
-//! `/livez` it shows what each endpoint adds beyond the HTTP stack. Run with
+//! `/livez` it shows what each endpoint adds beyond the HTTP stack; each endpoint is
+//! measured estimating every request and answering a repeat from the answer cache. Run with
 //! `cargo bench --bench http`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::test::{self, TestRequest};
 use actix_web::web;
@@ -13,7 +15,7 @@ use trainplan::http::{AppState, app};
 use trainplan::pricing::{Fx, Pricing};
 
 /// The load script's request bodies.
-const MEMORY: &str = r#"{"model": "llama-3.1-8b", "method": "lora", "gpu": "a100-80gb", "parallelism": {"gpus": 2}}"#;
+const MEMORY: &str = r#"{"model": "llama-3.1-8b", "method": "lora", "lora": {"alpha": 16}, "gpu": "a100-80gb", "parallelism": {"gpus": 2}}"#;
 const COST: &str = r#"{"model": "llama-2-7b", "method": "lora", "gpu": "a100-80gb", "parallelism": {"gpus": 2}, "workload": {"tokens": 2e8}}"#;
 const RECOMMEND: &str =
     r#"{"model": "llama-2-7b", "dataset": {"samples": 20000}, "quality": "balanced"}"#;
@@ -26,18 +28,26 @@ fn benches(c: &mut Criterion) {
         as_of: "2026-09".into(),
         source: "bench".into(),
     };
-    let (pricing, _) = Pricing::embedded(&catalog, fx);
-    let state = web::Data::new(AppState::new(catalog, pricing, 65_536));
-    let service = system.block_on(test::init_service(app(state)));
-    let call = |request: TestRequest| {
+    // Every request estimated (no answer cache), and repeats answered from the cache.
+    let state = |lifetime| {
+        let (pricing, _) = Pricing::embedded(&catalog, fx.clone());
+        web::Data::new(
+            AppState::new(catalog.clone(), pricing, 65_536)
+                .with_answer_cache(Duration::from_secs(lifetime), 64 << 20),
+        )
+    };
+    let estimated = system.block_on(test::init_service(app(state(0))));
+    let reused = system.block_on(test::init_service(app(state(3600))));
+    let call = |request: TestRequest, reuse: bool| {
         system.block_on(async {
-            let response = test::call_service(&service, request.to_request()).await;
+            let service = if reuse { &reused } else { &estimated };
+            let response = test::call_service(service, request.to_request()).await;
             assert!(response.status().is_success());
             test::read_body(response).await.len()
         })
     };
     c.bench_function("http: GET /livez", |b| {
-        b.iter(|| call(TestRequest::get().uri("/livez")))
+        b.iter(|| call(TestRequest::get().uri("/livez"), false))
     });
     for (name, path, body) in [
         ("http: POST memory", "/v1/estimates/memory", MEMORY),
@@ -48,16 +58,19 @@ fn benches(c: &mut Criterion) {
             RECOMMEND,
         ),
     ] {
-        c.bench_function(name, |b| {
-            b.iter(|| {
-                call(
-                    TestRequest::post()
-                        .uri(path)
-                        .insert_header(("content-type", "application/json"))
-                        .set_payload(body),
-                )
-            })
-        });
+        for (how, reuse) in [("estimated", false), ("repeat, answer reused", true)] {
+            c.bench_function(&format!("{name} ({how})"), |b| {
+                b.iter(|| {
+                    call(
+                        TestRequest::post()
+                            .uri(path)
+                            .insert_header(("content-type", "application/json"))
+                            .set_payload(body),
+                        reuse,
+                    )
+                })
+            });
+        }
     }
 }
 

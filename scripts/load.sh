@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Load test: builds the release binary, starts it (no Redis: the embedded book), and runs
-# wrk with 64 connections against /livez and the estimate endpoints, one after the other
-# on the same server; prints requests/s, p50 and p99 latency, and each endpoint's
-# throughput as a ratio of /livez's. Then compares one in-process memory estimate with
+# wrk with 64 connections against /livez and the estimate endpoints (each with a repeated
+# and with a distinct plan per request), one after the other on the same server; prints
+# requests/s, p50 and p99 latency, and each run's throughput as a ratio of /livez's. Then compares one in-process memory estimate with
 # the Python llm-analysis package on the same configuration, if it installs.
 #   scripts/load.sh                 10 s per endpoint
 #   DURATION=30s scripts/load.sh
@@ -10,8 +10,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "wrk is needed (Debian: apt-get install wrk)" >&2; exit 1; }
 cargo build --release --locked --quiet
+# The server and wrk on separate CPUs (the first half and the rest) where taskset can pin
+# them, so the load generator does not take the server's cores; otherwise both float.
+cpus="$(nproc)"
+if command -v taskset >/dev/null && [ "$cpus" -ge 2 ]; then
+    half=$((cpus / 2))
+    server_pin=(taskset -c "0-$((half - 1))")
+    client_pin=(taskset -c "$half-$((cpus - 1))")
+    client_threads=$((cpus - half))
+else
+    server_pin=()
+    client_pin=()
+    client_threads=2
+fi
+echo "server on ${server_pin[*]:-any CPU}, wrk (${client_threads} threads) on ${client_pin[*]:-any CPU}, of $cpus CPUs"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-TRAINPLAN_LISTEN="127.0.0.1:$port" TRAINPLAN_LOG_LEVEL=warn "${CARGO_TARGET_DIR:-target}/release/trainplan" serve &
+TRAINPLAN_LISTEN="127.0.0.1:$port" TRAINPLAN_LOG_LEVEL=warn "${server_pin[@]}" "${CARGO_TARGET_DIR:-target}/release/trainplan" serve &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -f "$scratch"/*.lua; rmdir "$scratch" 2>/dev/null || true' EXIT
 scratch="$(mktemp -d)"
@@ -20,37 +34,62 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 base="http://127.0.0.1:$port"
-post() { # name, path, body
-    cat >"$scratch/$1.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = [[$3]]
+# Each estimate endpoint twice: "repeat" sends the same plan every time (a CI gate re-run,
+# a spreadsheet cell refreshing one URL: after the first, answered from the answer cache),
+# "distinct" a new plan on every request (every request estimated; the varied number does
+# not change the work). Both build each request in Lua the same way, so wrk's own cost is
+# the same in both.
+script() { # file, body with @N@ for the number, base number, vary (1) or not (0)
+    cat >"$1" <<LUA
+local template, base, vary = [[$2]], $3, $4
+local threads = 0
+function setup(thread) threads = threads + 1; thread:set("id", threads) end
+local counter = 0
+function request()
+    counter = counter + 1
+    local n = base
+    if vary == 1 then n = base + id * 40000 + counter end
+    local body = template:gsub("@N@", string.format("%d", n))
+    return wrk.format("POST", nil, { ["Content-Type"] = "application/json" }, body)
+end
 LUA
 }
-post memory /v1/estimates/memory '{"model": "llama-3.1-8b", "method": "lora", "gpu": "a100-80gb", "parallelism": {"gpus": 2}}'
-post cost /v1/estimates/cost '{"model": "llama-2-7b", "method": "lora", "gpu": "a100-80gb", "parallelism": {"gpus": 2}, "workload": {"tokens": 2e8}}'
-post recommend /v1/recommendations '{"model": "llama-2-7b", "dataset": {"samples": 20000}, "quality": "balanced"}'
+endpoints=(
+    'memory|/v1/estimates/memory|{"model": "llama-3.1-8b", "method": "lora", "lora": {"alpha": @N@}, "gpu": "a100-80gb", "parallelism": {"gpus": 2}}|16'
+    'cost|/v1/estimates/cost|{"model": "llama-2-7b", "method": "lora", "gpu": "a100-80gb", "parallelism": {"gpus": 2}, "workload": {"tokens": @N@}}|200000000'
+    'recommend|/v1/recommendations|{"model": "llama-2-7b", "dataset": {"samples": @N@}, "quality": "balanced"}|20000'
+)
 
 run() { # name, path, [script]
-    local args=(-t 2 -c 64 -d "${DURATION:-10s}" --latency)
+    local args=(-t "$client_threads" -c 64 -d "${DURATION:-10s}" --latency)
     [ -n "${3:-}" ] && args+=(-s "$3")
-    wrk "${args[@]}" "$base$2" | awk -v name="$1" '
+    "${client_pin[@]}" wrk "${args[@]}" "$base$2" | awk -v name="$1" '
         /Requests\/sec/ { rps = $2 }
         / 50%/ { p50 = $2 }
         / 99%/ { p99 = $2 }
-        END { printf "%s %s %s %s\n", name, rps, p50, p99 }'
+        /Non-2xx/ { bad = $NF }
+        END { printf "%s %s %s %s %s\n", name, rps, p50, p99, bad + 0 }'
 }
 results="$(
     run livez /livez
-    run memory /v1/estimates/memory "$scratch/memory.lua"
-    run cost /v1/estimates/cost "$scratch/cost.lua"
-    run recommend /v1/recommendations "$scratch/recommend.lua"
+    for endpoint in "${endpoints[@]}"; do
+        IFS='|' read -r name path body number <<<"$endpoint"
+        for workload in repeat distinct; do
+            file="$scratch/$name-$workload.lua"
+            script "$file" "$body" "$number" "$([ "$workload" = distinct ] && echo 1 || echo 0)"
+            run "$name/$workload" "$path" "$file"
+        done
+    done
 )"
 echo
-printf "%-12s %12s %10s %10s %10s\n" endpoint "requests/s" p50 p99 "vs /livez"
+printf "%-20s %12s %10s %10s %10s\n" endpoint "requests/s" p50 p99 "vs /livez"
 echo "$results" | awk '
     NR == 1 { base = $2 }
-    { printf "%-12s %12.0f %10s %10s %9.2fx\n", $1, $2, $3, $4, $2 / base }'
+    { printf "%-20s %12.0f %10s %10s %9.2fx\n", $1, $2, $3, $4, $2 / base }
+    $5 > 0 { failed = 1; printf "  %s: %d non-2xx answers\n", $1, $5 }
+    END { exit failed }'
+hits="$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' "$base/metrics" | awk '/^answer_cache_requests_total/ { printf "%s ", $0 }')"
+echo "answer cache: ${hits:-no counters}"
 
 # One in-process memory estimate against llm-analysis (PyPI), same configuration.
 echo
@@ -86,12 +125,12 @@ if command -v redis-server >/dev/null; then
     start_redis
     live_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     TRAINPLAN_LISTEN="127.0.0.1:$live_port" TRAINPLAN_LOG_LEVEL=error TRAINPLAN_POLL_INTERVAL_SECONDS=1 \
-        TRAINPLAN_REDIS_URL="redis://127.0.0.1:$redis_port" "${CARGO_TARGET_DIR:-target}/release/trainplan" serve &
+        TRAINPLAN_REDIS_URL="redis://127.0.0.1:$redis_port" "${server_pin[@]}" "${CARGO_TARGET_DIR:-target}/release/trainplan" serve &
     live_pid=$!
     trap 'kill "$pid" "$live_pid" "$redis_pid" 2>/dev/null || true; rm -f "$scratch"/*.lua; rmdir "$scratch" 2>/dev/null || true' EXIT
     sleep 1
     ( sleep 3; kill "$redis_pid"; sleep 3; start_redis ) &
-    outage="$(wrk -t 2 -c 64 -d 10s -s "$scratch/cost.lua" "http://127.0.0.1:$live_port/v1/estimates/cost")"
+    outage="$("${client_pin[@]}" wrk -t "$client_threads" -c 64 -d 10s -s "$scratch/cost-distinct.lua" "http://127.0.0.1:$live_port/v1/estimates/cost")"
     requests="$(echo "$outage" | awk '/requests in/ { print $1 }')"
     failed="$(echo "$outage" | awk '/Non-2xx/ { print $NF }')"
     errors="$(echo "$outage" | awk '/Socket errors/ { print }')"

@@ -56,6 +56,10 @@ pub struct Settings {
     /// Origins browsers may call from, comma-separated (none by default).
     #[serde(default)]
     pub cors_origins: Option<String>,
+    /// How long an estimate answer is reused for an identical request; 0 turns reuse off.
+    pub answer_cache_seconds: u64,
+    /// Bytes of answers kept for reuse.
+    pub answer_cache_bytes: u64,
 }
 
 impl Settings {

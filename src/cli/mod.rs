@@ -200,6 +200,10 @@ pub fn run(cli: Cli) -> i32 {
                     settings.rate_limit_per_second,
                     settings.rate_limit_burst,
                     comma_list(settings.cors_origins.as_deref()),
+                )
+                .with_answer_cache(
+                    std::time::Duration::from_secs(settings.answer_cache_seconds),
+                    settings.answer_cache_bytes,
                 );
             match serve(&listen, state, poll) {
                 Ok(()) => 0,

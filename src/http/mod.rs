@@ -1,5 +1,6 @@
 //! HTTP adapters: extract and validate, call one estimator, render. No arithmetic here.
 
+mod answers;
 pub(crate) mod catalog;
 pub mod estimates;
 mod extract;
@@ -29,6 +30,7 @@ use crate::error::{ApiError, REQUEST_ID};
 use crate::pricing::Pricing;
 use crate::validation::FieldError;
 
+pub use answers::AnswerCache;
 pub use estimates::{cost_answer, memory_answer, recommendation_answer, time_answer};
 pub use extract::JsonBody;
 pub use gate::gate_answer;
@@ -47,6 +49,8 @@ pub struct AppState {
     pub rate_limit: Option<limits::RateLimit>,
     /// Origins browsers may call from.
     pub cors_origins: Vec<String>,
+    /// Answers to repeated estimate requests; `None`: every request is estimated.
+    pub answers: Option<Arc<AnswerCache>>,
 }
 
 impl AppState {
@@ -60,7 +64,15 @@ impl AppState {
             mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             rate_limit: None,
             cors_origins: Vec::new(),
+            answers: None,
         }
+    }
+
+    /// The same state, reusing answers to identical estimate requests for `lifetime`,
+    /// keeping up to `capacity_bytes` (either zero: no reuse).
+    pub fn with_answer_cache(mut self, lifetime: std::time::Duration, capacity_bytes: u64) -> Self {
+        self.answers = AnswerCache::new(lifetime, capacity_bytes).map(Arc::new);
+        self
     }
 
     /// The same state with a rate limit per API key or address (0: none) and CORS
@@ -89,6 +101,7 @@ pub struct Metrics {
     pub registry: Registry,
     requests: IntCounterVec,
     duration: HistogramVec,
+    answers: IntCounterVec,
 }
 
 impl Metrics {
@@ -113,14 +126,30 @@ impl Metrics {
             &["route"],
         )
         .unwrap_or_else(|_| unreachable!("static metric definition"));
+        let answers = IntCounterVec::new(
+            Opts::new(
+                "answer_cache_requests_total",
+                "Estimate requests the answer cache saw, by result (hit: an earlier answer reused)",
+            ),
+            &["result"],
+        )
+        .unwrap_or_else(|_| unreachable!("static metric definition"));
         // Registering fresh, uniquely named collectors into a new registry cannot fail.
         let _ = registry.register(Box::new(requests.clone()));
         let _ = registry.register(Box::new(duration.clone()));
+        let _ = registry.register(Box::new(answers.clone()));
         Self {
             registry,
             requests,
             duration,
+            answers,
         }
+    }
+
+    fn answer(&self, hit: bool) {
+        self.answers
+            .with_label_values(&[if hit { "hit" } else { "miss" }])
+            .inc();
     }
 }
 
@@ -202,6 +231,22 @@ fn resource(path: &str, routes: Vec<(Method, actix_web::Route)>) -> actix_web::R
     }))
 }
 
+/// An estimate resource: identical requests share one answer (see `answers`).
+fn estimate_resource(
+    path: &str,
+    routes: Vec<(Method, actix_web::Route)>,
+) -> actix_web::Resource<
+    impl actix_web::dev::ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<actix_web::body::BoxBody>,
+        Error = Error,
+        InitError = (),
+    >,
+> {
+    resource(path, routes).wrap(from_fn(answers::reuse))
+}
+
 /// A resource that answers GET only.
 fn get_only<F, Args>(path: &str, handler: F) -> actix_web::Resource
 where
@@ -215,35 +260,35 @@ where
 /// The route table. Every route here is documented in [`ApiDoc`]; a test checks both ways.
 fn routes(config: &mut web::ServiceConfig) {
     config
-        .service(resource(
+        .service(estimate_resource(
             "/v1/estimates/memory",
             vec![
                 (Method::POST, web::post().to(estimates::memory_post)),
                 (Method::GET, web::get().to(estimates::memory_get)),
             ],
         ))
-        .service(resource(
+        .service(estimate_resource(
             "/v1/estimates/time",
             vec![
                 (Method::POST, web::post().to(estimates::time_post)),
                 (Method::GET, web::get().to(estimates::time_get)),
             ],
         ))
-        .service(resource(
+        .service(estimate_resource(
             "/v1/estimates/cost",
             vec![
                 (Method::POST, web::post().to(estimates::cost_post)),
                 (Method::GET, web::get().to(estimates::cost_get)),
             ],
         ))
-        .service(resource(
+        .service(estimate_resource(
             "/v1/recommendations",
             vec![
                 (Method::POST, web::post().to(estimates::recommend_post)),
                 (Method::GET, web::get().to(estimates::recommend_get)),
             ],
         ))
-        .service(resource(
+        .service(estimate_resource(
             "/v1/gates/budget",
             vec![(Method::POST, web::post().to(gate::budget))],
         ))

@@ -1,6 +1,7 @@
 //! The one integration-test binary: the real HTTP stack, the CLI and the accuracy reports.
 
 mod accuracy;
+mod answers;
 mod bad_input;
 mod cli;
 mod costs;

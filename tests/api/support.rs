@@ -29,8 +29,15 @@ pub async fn service() -> impl Service<
     let catalog = Arc::new(Catalog::embedded().unwrap());
     let (pricing, rejected) = Pricing::embedded(&catalog, fx());
     assert!(rejected.is_empty(), "{rejected:?}");
-    let state = web::Data::new(AppState::new(catalog, pricing, BODY_LIMIT));
-    test::init_service(app(state)).await
+    test::init_service(app(state(catalog, pricing))).await
+}
+
+/// The application's state as `trainplan serve` builds it by default (answer reuse on).
+pub fn state(catalog: Arc<Catalog>, pricing: Pricing) -> web::Data<AppState> {
+    web::Data::new(
+        AppState::new(catalog, pricing, BODY_LIMIT)
+            .with_answer_cache(std::time::Duration::from_secs(60), 64 << 20),
+    )
 }
 
 /// Status, headers and body of one response.

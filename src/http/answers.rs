@@ -1,0 +1,277 @@
+//! A short-lived cache of estimate answers. Identical requests — same method, path,
+//! query, `Content-Type`, `Accept` and body — against the same price book within the
+//! configured lifetime get the bytes of the first answer instead of a new estimate:
+//! spreadsheet cells refreshing one URL, CI gates re-running one plan and a chatbot
+//! asking the same question again pay for one estimate.
+//!
+//! Only `200` answers are kept; errors are worked out every time. A new price book (a
+//! refresh landing) retires every answer made with the old one. Answers that read the
+//! clock (the age of each price row) are as of the first answer, at most the lifetime
+//! old. The `Cache-Status` header (RFC 9211) says whether an answer was reused.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::body::{self, BoxBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{Error, HttpMessage, HttpResponse, web};
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
+
+use super::AppState;
+use crate::error::ApiError;
+use crate::pricing::PriceBook;
+
+const CACHE_STATUS: HeaderName = HeaderName::from_static("cache-status");
+/// Typical answer size used only to size the cache's table up front (a memory answer
+/// is about 2 kB, a cost answer about 20 kB).
+const TYPICAL_ANSWER_BYTES: u64 = 8 * 1024;
+
+/// One kept answer: the handler's headers and body, and the book it was made with.
+struct Answer {
+    stored: Instant,
+    book: Arc<PriceBook>,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+/// Weighs an entry by the bytes it holds, so the capacity is a memory bound.
+#[derive(Clone)]
+struct Size;
+
+impl Weighter<Vec<u8>, Arc<Answer>> for Size {
+    fn weight(&self, key: &Vec<u8>, answer: &Arc<Answer>) -> u64 {
+        (key.len() + answer.body.len()) as u64
+    }
+}
+
+/// The answers of one replica, shared by its workers.
+pub struct AnswerCache {
+    lifetime: Duration,
+    entries: Cache<Vec<u8>, Arc<Answer>, Size>,
+}
+
+impl AnswerCache {
+    /// A cache keeping answers for `lifetime`, up to `capacity_bytes` of keys and bodies;
+    /// `None` (no cache) when either is zero.
+    pub fn new(lifetime: Duration, capacity_bytes: u64) -> Option<Self> {
+        (!lifetime.is_zero() && capacity_bytes > 0).then(|| Self {
+            lifetime,
+            entries: Cache::with_weighter(
+                (capacity_bytes / TYPICAL_ANSWER_BYTES).max(1) as usize,
+                capacity_bytes,
+                Size,
+            ),
+        })
+    }
+
+    /// The kept answer for `key` if it was made with `book` and is younger than the
+    /// lifetime at `now`, with the seconds it has left.
+    fn fresh(&self, key: &[u8], book: &Arc<PriceBook>, now: Instant) -> Option<(Arc<Answer>, u64)> {
+        let answer = self.entries.get(key)?;
+        let age = now.saturating_duration_since(answer.stored);
+        (Arc::ptr_eq(&answer.book, book) && age < self.lifetime)
+            .then(|| (answer, (self.lifetime - age).as_secs()))
+    }
+}
+
+/// Everything a response depends on besides the book, length-prefixed so that no two
+/// different requests share a key.
+fn key(request: &ServiceRequest, body: &[u8]) -> Vec<u8> {
+    let header = |name| {
+        request
+            .headers()
+            .get(name)
+            .map_or(&b""[..], HeaderValue::as_bytes)
+    };
+    let parts = [
+        request.method().as_str().as_bytes(),
+        request.path().as_bytes(),
+        request.query_string().as_bytes(),
+        header(header::CONTENT_TYPE),
+        header(header::ACCEPT),
+        body,
+    ];
+    let mut key = Vec::with_capacity(parts.iter().map(|p| p.len() + 8).sum());
+    for part in parts {
+        key.extend_from_slice(&(part.len() as u64).to_le_bytes());
+        key.extend_from_slice(part);
+    }
+    key
+}
+
+/// The body's declared length when the cache can read it whole: no chunked body, and
+/// within the body limit (larger bodies go on to the handler, which answers 413).
+fn readable_length(request: &ServiceRequest, limit: usize) -> Option<usize> {
+    if request.headers().contains_key(header::TRANSFER_ENCODING) {
+        return None;
+    }
+    let length = match request.headers().get(header::CONTENT_LENGTH) {
+        None => 0,
+        Some(value) => value.to_str().ok()?.parse().ok()?,
+    };
+    (length <= limit).then_some(length)
+}
+
+async fn read_body(mut payload: Payload, length: usize) -> Result<Bytes, ApiError> {
+    let mut body = BytesMut::with_capacity(length);
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|error| {
+            ApiError::MalformedJson(format!("the body could not be read: {error}"))
+        })?;
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+/// Says what the cache did, in `Cache-Status` (RFC 9211).
+fn mark(headers: &mut HeaderMap, status: &str) {
+    if let Ok(value) = HeaderValue::from_str(status) {
+        headers.insert(CACHE_STATUS, value);
+    }
+}
+
+/// Middleware of the estimate resources: answers a repeated request from the cache, and
+/// keeps new `200` answers.
+pub async fn reuse(
+    mut request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let plan = request.app_data::<web::Data<AppState>>().and_then(|state| {
+        let cache = state.answers.clone()?;
+        let length = readable_length(&request, state.body_limit_bytes)?;
+        Some((state.clone(), cache, length))
+    });
+    let Some((state, cache, length)) = plan else {
+        return next
+            .call(request)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
+    };
+    let body = read_body(request.take_payload(), length).await?;
+    let key = key(&request, &body);
+    let book = state.pricing.book.load_full();
+    if let Some((answer, ttl)) = cache.fresh(&key, &book, Instant::now()) {
+        state.metrics.answer(true);
+        let mut response = HttpResponse::Ok().body(answer.body.clone());
+        *response.headers_mut() = answer.headers.clone();
+        mark(
+            response.headers_mut(),
+            &format!("trainplan; hit; ttl={ttl}"),
+        );
+        return Ok(request.into_response(response));
+    }
+    state.metrics.answer(false);
+    request.set_payload(Payload::from(body));
+    let response = next.call(request).await?;
+    if response.status() != StatusCode::OK {
+        let mut response = response.map_into_boxed_body();
+        mark(response.headers_mut(), "trainplan; fwd=miss");
+        return Ok(response);
+    }
+    let (request, response) = response.into_parts();
+    let (head, body) = response.into_parts();
+    let body = body::to_bytes(body)
+        .await
+        .map_err(|_| ApiError::Internal("the answer could not be read back".into()))?;
+    cache.entries.insert(
+        key,
+        Arc::new(Answer {
+            stored: Instant::now(),
+            book,
+            headers: head.headers().clone(),
+            body: body.clone(),
+        }),
+    );
+    let mut response = head.set_body(BoxBody::new(body));
+    mark(response.headers_mut(), "trainplan; fwd=miss; stored");
+    Ok(ServiceResponse::new(request, response))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pricing::BookKind;
+
+    fn answer(book: &Arc<PriceBook>, stored: Instant) -> Arc<Answer> {
+        Arc::new(Answer {
+            stored,
+            book: book.clone(),
+            headers: HeaderMap::new(),
+            body: Bytes::from_static(b"{}"),
+        })
+    }
+
+    fn book() -> Arc<PriceBook> {
+        Arc::new(PriceBook::new(
+            Vec::new(),
+            BookKind::EmbeddedSnapshot,
+            None,
+            jiff::Timestamp::UNIX_EPOCH,
+        ))
+    }
+
+    #[test]
+    fn an_answer_is_served_within_its_lifetime_and_with_its_own_book_only() {
+        let Some(cache) = AnswerCache::new(Duration::from_secs(60), 1 << 20) else {
+            panic!("a cache with a lifetime and a capacity")
+        };
+        let (first, second) = (book(), book());
+        let stored = Instant::now();
+        cache.entries.insert(b"k".to_vec(), answer(&first, stored));
+        let after = |seconds| stored + Duration::from_secs(seconds);
+        assert_eq!(
+            cache.fresh(b"k", &first, after(0)).map(|(_, ttl)| ttl),
+            Some(60)
+        );
+        assert_eq!(
+            cache.fresh(b"k", &first, after(59)).map(|(_, ttl)| ttl),
+            Some(1)
+        );
+        assert!(cache.fresh(b"k", &first, after(60)).is_none(), "expired");
+        assert!(
+            cache.fresh(b"k", &second, after(1)).is_none(),
+            "another book"
+        );
+        assert!(
+            cache.fresh(b"other", &first, after(1)).is_none(),
+            "another key"
+        );
+    }
+
+    #[test]
+    fn no_lifetime_or_no_capacity_means_no_cache() {
+        assert!(AnswerCache::new(Duration::ZERO, 1 << 20).is_none());
+        assert!(AnswerCache::new(Duration::from_secs(60), 0).is_none());
+    }
+
+    #[test]
+    fn the_capacity_bounds_the_bytes_kept() {
+        let Some(cache) = AnswerCache::new(Duration::from_secs(60), 10_000) else {
+            panic!("a cache with a lifetime and a capacity")
+        };
+        let book = book();
+        for i in 0..100u32 {
+            let body = Bytes::from(vec![b' '; 1_000]);
+            let entry = Answer {
+                stored: Instant::now(),
+                book: book.clone(),
+                headers: HeaderMap::new(),
+                body,
+            };
+            cache
+                .entries
+                .insert(i.to_le_bytes().to_vec(), Arc::new(entry));
+        }
+        assert!(
+            cache.entries.weight() <= 10_000,
+            "{}",
+            cache.entries.weight()
+        );
+    }
+}
