@@ -2,10 +2,11 @@
 # Load test: builds the release binary, starts it (no Redis: the embedded book), and runs
 # wrk with 64 connections against /livez and the estimate endpoints (each with a repeated
 # and with a distinct plan per request), one after the other on the same server; prints
-# requests/s, p50 and p99 latency, and each run's throughput as a ratio of /livez's. Then compares one in-process memory estimate with
-# the Python llm-analysis package on the same configuration, if it installs.
-#   scripts/load.sh                 10 s per endpoint
-#   DURATION=30s scripts/load.sh
+# requests/s, p50 and p99 latency, and each run's throughput as a ratio of /livez's. Then
+# compares one in-process memory estimate with the Python llm-analysis package on the same
+# configuration, if it installs, and restarts Redis under load.
+#   scripts/load.sh                 10 s per run, 3 rounds
+#   DURATION=30s ROUNDS=5 scripts/load.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "wrk is needed (Debian: apt-get install wrk)" >&2; exit 1; }
@@ -70,24 +71,46 @@ run() { # name, path, [script]
         /Non-2xx/ { bad = $NF }
         END { printf "%s %s %s %s %s\n", name, rps, p50, p99, bad + 0 }'
 }
+for endpoint in "${endpoints[@]}"; do
+    IFS='|' read -r name path body number <<<"$endpoint"
+    script "$scratch/$name-repeat.lua" "$body" "$number" 0
+    script "$scratch/$name-distinct.lua" "$body" "$number" 1
+done
+# ROUNDS passes over every run, in turn, so that a slow moment of a shared machine lands
+# on one pass of everything rather than on one endpoint; the table gives each run's median.
 results="$(
-    run livez /livez
-    for endpoint in "${endpoints[@]}"; do
-        IFS='|' read -r name path body number <<<"$endpoint"
-        for workload in repeat distinct; do
-            file="$scratch/$name-$workload.lua"
-            script "$file" "$body" "$number" "$([ "$workload" = distinct ] && echo 1 || echo 0)"
-            run "$name/$workload" "$path" "$file"
+    for _ in $(seq 1 "${ROUNDS:-3}"); do
+        run livez /livez
+        for endpoint in "${endpoints[@]}"; do
+            IFS='|' read -r name path _ _ <<<"$endpoint"
+            for workload in repeat distinct; do
+                run "$name/$workload" "$path" "$scratch/$name-$workload.lua"
+            done
         done
     done
 )"
 echo
-printf "%-20s %12s %10s %10s %10s\n" endpoint "requests/s" p50 p99 "vs /livez"
-echo "$results" | awk '
-    NR == 1 { base = $2 }
-    { printf "%-20s %12.0f %10s %10s %9.2fx\n", $1, $2, $3, $4, $2 / base }
-    $5 > 0 { failed = 1; printf "  %s: %d non-2xx answers\n", $1, $5 }
-    END { exit failed }'
+echo "$results" | python3 -c '
+import statistics, sys
+def ms(text):
+    for unit, scale in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * scale
+runs, failed = {}, False
+for line in sys.stdin:
+    name, rps, p50, p99, bad = line.split()
+    runs.setdefault(name, []).append((float(rps), ms(p50), ms(p99)))
+    if int(bad) > 0:
+        failed = True
+        print(f"{name}: {bad} non-2xx answers")
+median = {name: [statistics.median(v) for v in zip(*rows)] for name, rows in runs.items()}
+base = median["livez"][0]
+print("{:<20} {:>12} {:>8} {:>8} {:>10}   (median of {} rounds)".format(
+    "run", "requests/s", "p50 ms", "p99 ms", "vs /livez", len(runs["livez"])))
+for name, (rps, p50, p99) in median.items():
+    print(f"{name:<20} {rps:>12.0f} {p50:>8.2f} {p99:>8.2f} {rps / base:>9.2f}x")
+sys.exit(1 if failed else 0)
+'
 hits="$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' "$base/metrics" | awk '/^answer_cache_requests_total/ { printf "%s ", $0 }')"
 echo "answer cache: ${hits:-no counters}"
 
