@@ -102,7 +102,11 @@ async fn instance(
         Duration::from_millis(100),
         pricing.refresher.clone(),
     );
-    let state = web::Data::new(AppState::new(catalog, pricing, BODY_LIMIT));
+    // As `trainplan serve` runs: repeated estimates answered from the answer cache.
+    let state = web::Data::new(
+        AppState::new(catalog, pricing, BODY_LIMIT)
+            .with_answer_cache(Duration::from_secs(60), 64 << 20),
+    );
     (test::init_service(app(state.clone())).await, state)
 }
 
@@ -588,10 +592,10 @@ async fn a_redis_outage_is_served_from_memory_and_the_next_refresh_lands_everywh
 
     drop(redis);
     // Requests keep succeeding from the book in memory.
+    let cost_body = serde_json::json!({"hours": 5, "gpu": "a100-80gb", "parallelism": {"gpus": 8}, "pricing": {"providers": ["our-cloud"], "currency": "CNY"}});
     for _ in 0..5 {
         let (status, list) = json(&b, TestRequest::get().uri(ours)).await;
         assert_eq!((status, list["count"].clone()), (200, Value::from(1)));
-        let cost_body = serde_json::json!({"hours": 5, "gpu": "a100-80gb", "parallelism": {"gpus": 8}, "pricing": {"providers": ["our-cloud"], "currency": "CNY"}});
         let (status, cost) = json(
             &b,
             TestRequest::post()
@@ -615,6 +619,22 @@ async fn a_redis_outage_is_served_from_memory_and_the_next_refresh_lands_everywh
     let _redis = OwnRedis::start(port);
     raise_sheet_prices(&server).await;
     refresh_lands_on_both(&a, &b, 176.0).await;
+    // The cost answer the second instance reused from the old book is retired with it.
+    let metrics = test::call_service(&b, TestRequest::get().uri("/metrics").to_request()).await;
+    let metrics = String::from_utf8_lossy(&test::read_body(metrics).await).into_owned();
+    assert!(
+        metrics.contains("answer_cache_requests_total{result=\"hit\"} 4"),
+        "{metrics}"
+    );
+    let (status, cost) = json(
+        &b,
+        TestRequest::post()
+            .uri("/v1/estimates/cost")
+            .set_json(&cost_body),
+    )
+    .await;
+    assert_eq!(status, 200, "{cost}");
+    assert_eq!(cost["cheapest"]["on_demand"]["cost"], 880.0);
 }
 
 /// A provider serving the recorded sheet (8×A100 at 160 an hour).
