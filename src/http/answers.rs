@@ -4,12 +4,17 @@
 //! spreadsheet cells refreshing one URL, CI gates re-running one plan and a chatbot
 //! asking the same question again pay for one estimate.
 //!
-//! Only `200` answers are kept; errors are worked out every time. A new price book (a
-//! refresh landing) retires every answer made with the old one. Answers that read the
+//! An answer is kept when its request comes a second time (the third is the first one
+//! reused): a stream of one-off plans never fills the cache, and so never pays for
+//! keeping answers nobody asks for again. Only `200` answers are kept; errors are worked
+//! out every time. A new price book (a refresh landing) retires every answer made with
+//! the old one. Answers that read the
 //! clock (the age of each price row) are as of the first answer, at most the lifetime
 //! old. The `Cache-Status` header (RFC 9211) says whether an answer was reused.
 
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use actix_web::body::{self, BoxBody, MessageBody};
@@ -31,6 +36,9 @@ const CACHE_STATUS: HeaderName = HeaderName::from_static("cache-status");
 /// Typical answer size used only to size the cache's table up front (a memory answer
 /// is about 2 kB, a cost answer about 20 kB).
 const TYPICAL_ANSWER_BYTES: u64 = 8 * 1024;
+/// Requests remembered as seen once, by hash (512 KiB): far more than the answers the
+/// cache holds, so a request repeated within the lifetime is rarely forgotten.
+const SEEN_SLOTS: usize = 1 << 16;
 
 /// One kept answer: the handler's headers and body, and the book it was made with.
 struct Answer {
@@ -54,6 +62,9 @@ impl Weighter<Vec<u8>, Arc<Answer>> for Size {
 pub struct AnswerCache {
     lifetime: Duration,
     entries: Cache<Vec<u8>, Arc<Answer>, Size>,
+    /// A direct-mapped table of the hashes of requests seen once. The hash is keyless:
+    /// requests made to collide only go uncached, which one-off requests are anyway.
+    seen: Box<[AtomicU64]>,
 }
 
 impl AnswerCache {
@@ -67,7 +78,16 @@ impl AnswerCache {
                 capacity_bytes,
                 Size,
             ),
+            seen: (0..SEEN_SLOTS).map(|_| AtomicU64::new(0)).collect(),
         })
+    }
+
+    /// Whether an answer to `key` is worth keeping: true when the request was seen
+    /// before (a collision in the table only delays that by one request).
+    fn seen_before(&self, key: &[u8]) -> bool {
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
+        let slot = &self.seen[(hash % SEEN_SLOTS as u64) as usize];
+        slot.swap(hash, Ordering::Relaxed) == hash
     }
 
     /// The kept answer for `key` if it was made with `book` and is younger than the
@@ -169,7 +189,7 @@ pub async fn reuse(
     state.metrics.answer(false);
     request.set_payload(Payload::from(body));
     let response = next.call(request).await?;
-    if response.status() != StatusCode::OK {
+    if response.status() != StatusCode::OK || !cache.seen_before(&key) {
         let mut response = response.map_into_boxed_body();
         mark(response.headers_mut(), "trainplan; fwd=miss");
         return Ok(response);
@@ -242,6 +262,18 @@ mod tests {
             cache.fresh(b"other", &first, after(1)).is_none(),
             "another key"
         );
+    }
+
+    #[test]
+    fn an_answer_is_worth_keeping_from_its_request_s_second_time() {
+        let Some(cache) = AnswerCache::new(Duration::from_secs(60), 1 << 20) else {
+            panic!("a cache with a lifetime and a capacity")
+        };
+        assert!(!cache.seen_before(b"plan a"));
+        assert!(!cache.seen_before(b"plan b"));
+        assert!(cache.seen_before(b"plan a"));
+        assert!(cache.seen_before(b"plan a"));
+        assert!(cache.seen_before(b"plan b"));
     }
 
     #[test]
