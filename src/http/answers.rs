@@ -1,6 +1,6 @@
 //! A short-lived cache of estimate answers. Identical requests — same method, path,
 //! query, `Content-Type`, `Accept` and body — against the same price book within the
-//! configured lifetime get the bytes of the first answer instead of a new estimate:
+//! configured lifetime share the bytes of one answer instead of a new estimate each:
 //! spreadsheet cells refreshing one URL, CI gates re-running one plan and a chatbot
 //! asking the same question again pay for one estimate.
 //!
@@ -8,9 +8,9 @@
 //! reused): a stream of one-off plans never fills the cache, and so never pays for
 //! keeping answers nobody asks for again. Only `200` answers are kept; errors are worked
 //! out every time. A new price book (a refresh landing) retires every answer made with
-//! the old one. Answers that read the
-//! clock (the age of each price row) are as of the first answer, at most the lifetime
-//! old. The `Cache-Status` header (RFC 9211) says whether an answer was reused.
+//! the old one. Answers that read the clock (the age of each price row) are as of when
+//! they were kept, at most the lifetime old. The `Cache-Status` header (RFC 9211) says
+//! what happened to each request.
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::Arc;
