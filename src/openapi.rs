@@ -37,7 +37,7 @@ use crate::http::query;
         crate::validation::FieldError,
         crate::http::render::Format
     )),
-    modifiers(&QueryForms, &AdminToken),
+    modifiers(&QueryForms, &AdminToken, &AnswerReuse),
     tags(
         (name = "estimates", description = "Memory, time and cost of a training job"),
         (name = "gates", description = "Pass/fail checks for CI"),
@@ -96,6 +96,47 @@ impl utoipa::Modify for QueryForms {
                 .and_then(|item| item.get.as_mut())
             {
                 query::document(get, tables);
+            }
+        }
+    }
+}
+
+/// The estimate resources, whose answers are shared between identical requests
+/// (`http::answers`).
+const ESTIMATE_PATHS: [&str; 5] = [
+    "/v1/estimates/memory",
+    "/v1/estimates/time",
+    "/v1/estimates/cost",
+    "/v1/recommendations",
+    "/v1/gates/budget",
+];
+
+/// Documents the `Cache-Status` header of every estimate answer.
+struct AnswerReuse;
+
+impl utoipa::Modify for AnswerReuse {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::header::HeaderBuilder;
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        let header = HeaderBuilder::new()
+            .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+            .description(Some(
+                "What the answer cache did (RFC 9211): `trainplan; hit; ttl=42` (an answer kept \
+                 from an identical earlier request against the same price book, reused), \
+                 `trainplan; fwd=miss; stored` (estimated now and kept) or \
+                 `trainplan; fwd=miss` (estimated now). Absent when reuse is off.",
+            ))
+            .build();
+        for path in ESTIMATE_PATHS {
+            let Some(item) = openapi.paths.paths.get_mut(path) else {
+                continue;
+            };
+            for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
+                if let Some(RefOr::T(ok)) = operation.responses.responses.get_mut("200") {
+                    ok.headers
+                        .insert("Cache-Status".into(), RefOr::T(header.clone()));
+                }
             }
         }
     }
