@@ -22,13 +22,13 @@ use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::{Error, HttpMessage, HttpResponse, web};
-use bytes::{Bytes, BytesMut};
-use futures_util::StreamExt;
+use actix_web::{Error, HttpResponse, web};
+use bytes::Bytes;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 
 use super::AppState;
+use super::extract::unreadable;
 use crate::error::ApiError;
 use crate::pricing::PriceBook;
 
@@ -125,28 +125,16 @@ fn key(request: &ServiceRequest, body: &[u8]) -> Vec<u8> {
     key
 }
 
-/// The body's declared length when the cache can read it whole: no chunked body, and
-/// within the body limit (larger bodies go on to the handler, which answers 413).
-fn readable_length(request: &ServiceRequest, limit: usize) -> Option<usize> {
-    if request.headers().contains_key(header::TRANSFER_ENCODING) {
-        return None;
-    }
-    let length = match request.headers().get(header::CONTENT_LENGTH) {
-        None => 0,
-        Some(value) => value.to_str().ok()?.parse().ok()?,
+/// Whether the cache reads the body before the handler: a declared length (none for a
+/// body-less request) within the body limit. Chunked and larger bodies go on to the
+/// handler as they are, which answers them (415, 413) in its own order.
+fn readable(request: &ServiceRequest, limit: usize) -> bool {
+    let headers = request.headers();
+    let length = match headers.get(header::CONTENT_LENGTH) {
+        None => Some(0),
+        Some(value) => value.to_str().ok().and_then(|v| v.parse::<usize>().ok()),
     };
-    (length <= limit).then_some(length)
-}
-
-async fn read_body(mut payload: Payload, length: usize) -> Result<Bytes, ApiError> {
-    let mut body = BytesMut::with_capacity(length);
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|error| {
-            ApiError::MalformedJson(format!("the body could not be read: {error}"))
-        })?;
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body.freeze())
+    !headers.contains_key(header::TRANSFER_ENCODING) && length.is_some_and(|n| n <= limit)
 }
 
 /// Says what the cache did, in `Cache-Status` (RFC 9211).
@@ -164,16 +152,18 @@ pub async fn reuse(
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let plan = request.app_data::<web::Data<AppState>>().and_then(|state| {
         let cache = state.answers.clone()?;
-        let length = readable_length(&request, state.body_limit_bytes)?;
-        Some((state.clone(), cache, length))
+        readable(&request, state.body_limit_bytes).then(|| (state.clone(), cache))
     });
-    let Some((state, cache, length)) = plan else {
+    let Some((state, cache)) = plan else {
         return next
             .call(request)
             .await
             .map(ServiceResponse::map_into_boxed_body);
     };
-    let body = read_body(request.take_payload(), length).await?;
+    let body = request
+        .extract::<web::Bytes>()
+        .await
+        .map_err(|error| unreadable(&error, state.body_limit_bytes))?;
     let key = key(&request, &body);
     let book = state.pricing.book.load_full();
     if let Some((answer, ttl)) = cache.fresh(&key, &book, Instant::now()) {

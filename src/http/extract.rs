@@ -18,6 +18,15 @@ fn is_json(content_type: &str) -> bool {
     content_type.is_empty() || content_type == "application/json" || content_type.ends_with("+json")
 }
 
+/// What a body that could not be read becomes: `413` over `limit`, else `400`.
+pub(super) fn unreadable(error: &actix_web::Error, limit: usize) -> ApiError {
+    if error.as_response_error().status_code() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::PayloadTooLarge { limit }
+    } else {
+        ApiError::MalformedJson(format!("the body could not be read: {error}"))
+    }
+}
+
 impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
     type Error = ApiError;
     type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
@@ -33,13 +42,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
             if !is_json(&content_type) {
                 return Err(ApiError::UnsupportedMediaType(content_type));
             }
-            let bytes = body.await.map_err(|error| {
-                if error.as_response_error().status_code() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::PayloadTooLarge { limit }
-                } else {
-                    ApiError::MalformedJson(format!("the body could not be read: {error}"))
-                }
-            })?;
+            let bytes = body.await.map_err(|error| unreadable(&error, limit))?;
             from_json_slice(&bytes).map(JsonBody)
         })
     }

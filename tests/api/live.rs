@@ -593,18 +593,18 @@ async fn a_redis_outage_is_served_from_memory_and_the_next_refresh_lands_everywh
     drop(redis);
     // Requests keep succeeding from the book in memory.
     let cost_body = serde_json::json!({"hours": 5, "gpu": "a100-80gb", "parallelism": {"gpus": 8}, "pricing": {"providers": ["our-cloud"], "currency": "CNY"}});
+    let on_demand_cost = async || {
+        let request = TestRequest::post()
+            .uri("/v1/estimates/cost")
+            .set_json(&cost_body);
+        let (status, cost) = json(&b, request).await;
+        assert_eq!(status, 200, "{cost}");
+        cost["cheapest"]["on_demand"]["cost"].clone()
+    };
     for _ in 0..5 {
         let (status, list) = json(&b, TestRequest::get().uri(ours)).await;
         assert_eq!((status, list["count"].clone()), (200, Value::from(1)));
-        let (status, cost) = json(
-            &b,
-            TestRequest::post()
-                .uri("/v1/estimates/cost")
-                .set_json(&cost_body),
-        )
-        .await;
-        assert_eq!(status, 200, "{cost}");
-        assert_eq!(cost["cheapest"]["on_demand"]["cost"], 800.0);
+        assert_eq!(on_demand_cost().await, 800.0);
     }
     assert!(
         eventually(Duration::from_secs(10), async || {
@@ -627,15 +627,7 @@ async fn a_redis_outage_is_served_from_memory_and_the_next_refresh_lands_everywh
         metrics.contains("answer_cache_requests_total{result=\"hit\"} 3"),
         "{metrics}"
     );
-    let (status, cost) = json(
-        &b,
-        TestRequest::post()
-            .uri("/v1/estimates/cost")
-            .set_json(&cost_body),
-    )
-    .await;
-    assert_eq!(status, 200, "{cost}");
-    assert_eq!(cost["cheapest"]["on_demand"]["cost"], 880.0);
+    assert_eq!(on_demand_cost().await, 880.0);
 }
 
 /// A provider serving the recorded sheet (8×A100 at 160 an hour).

@@ -57,25 +57,38 @@ impl Reply {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
+
+    /// A header's value, empty when absent or not text.
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
 }
 
 pub async fn call(request: test::TestRequest) -> Reply {
-    let service = service().await;
-    let response = test::call_service(&service, request.to_request()).await;
+    call_on(&service().await, request).await
+}
+
+/// One request to a service the caller keeps (to send it several).
+pub async fn call_on<S, B>(service: &S, request: test::TestRequest) -> Reply
+where
+    S: Service<actix_http::Request, Response = ServiceResponse<B>, Error = actix_web::Error>,
+    B: MessageBody,
+{
+    let response = test::call_service(service, request.to_request()).await;
     let status = response.status().as_u16();
     let headers = response.headers().clone();
-    let content_type = headers
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
     let body = test::read_body(response).await.to_vec();
-    Reply {
+    let mut reply = Reply {
         status,
-        content_type,
+        content_type: String::new(),
         headers,
         body,
-    }
+    };
+    reply.content_type = reply.header("content-type").to_string();
+    reply
 }
 
 pub async fn post_json(path: &str, body: &Value) -> Reply {
