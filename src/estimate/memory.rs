@@ -12,6 +12,8 @@
 //! Activation Recomputation in Large Transformer Models*; "ZeRO" is Rajbhandari et al.
 //! 2020; "QLoRA" is Dettmers et al. 2023.
 
+use std::sync::LazyLock;
+
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -887,10 +889,8 @@ fn lora_dropout_bytes(
 
 /// Model-states formula for the response, e.g. `(2 + 14/Nd)·Ψ`, over parameters `psi`.
 fn states_formula(stage: u8, bytes: StateBytes, psi: &str) -> String {
-    let n = |x: f64| {
-        let text = format!("{x:.3}");
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    };
+    // Three decimals at most, no trailing zeros: 16, 2.5, 0.127.
+    let n = |x: f64| ((x * 1000.0).round() / 1000.0).to_string();
     let StateBytes {
         weight: w,
         gradient: g,
@@ -984,6 +984,23 @@ pub fn estimate(plan: &MemoryPlan, gpus: &[Gpu]) -> MemoryEstimate {
     }
 }
 
+/// The assumptions whose numbers are the model's constants, written out once (formatting
+/// a float to a fixed precision is a measurable share of an estimate).
+static RESERVE_ASSUMPTION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "peak_reserved = peak_allocated × {:.2} (caching allocator); device = reserved + {:.0} MiB CUDA context and workspaces",
+        1.0 + ALLOCATOR_RESERVE_FRACTION,
+        CUDA_CONTEXT_BYTES / MIB
+    )
+});
+static RANGE_ASSUMPTION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "range holds 80 % of the calibration set's measured peaks ({:+.0} % to {:+.0} % around device_bytes)",
+        RANGE_LOW_FRACTION * 100.0,
+        RANGE_HIGH_FRACTION * 100.0
+    )
+});
+
 fn assumptions(p: &Prepared) -> Vec<String> {
     let plan = p.plan;
     let mut out = vec![
@@ -1019,16 +1036,8 @@ fn assumptions(p: &Prepared) -> Vec<String> {
         ),
         "gradients freed between steps (zero_grad(set_to_none=True)); no gradient-accumulation buffer beyond the gradients themselves".into(),
         format!("framework profile {}", serde_name(&plan.framework)),
-        format!(
-            "peak_reserved = peak_allocated × {:.2} (caching allocator); device = reserved + {:.0} MiB CUDA context and workspaces",
-            1.0 + ALLOCATOR_RESERVE_FRACTION,
-            CUDA_CONTEXT_BYTES / MIB
-        ),
-        format!(
-            "range holds 80 % of the calibration set's measured peaks ({:+.0} % to {:+.0} % around device_bytes)",
-            RANGE_LOW_FRACTION * 100.0,
-            RANGE_HIGH_FRACTION * 100.0
-        ),
+        RESERVE_ASSUMPTION.clone(),
+        RANGE_ASSUMPTION.clone(),
     ];
     if plan.parallelism.tensor_parallel > 1 {
         out.push("tensor parallel with sequence parallelism (Korthikanti et al. 2022)".into());

@@ -10,6 +10,8 @@
 //! checkpointing). The utilisation table is in hardware terms — how busy the math units
 //! are — so checkpointing makes a run slower without changing the table.
 
+use std::sync::LazyLock;
+
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -359,6 +361,14 @@ fn utilization(
     (value.min(0.95), applied)
 }
 
+/// The restart assumption, from constants only: written out once.
+static RESTART_ASSUMPTION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "restarts: {:.2e} unplanned interruptions per GPU-hour (Llama 3), each costing {RESTART_MINUTES} min plus half a {CHECKPOINT_INTERVAL_MINUTES}-min checkpoint interval",
+        INTERRUPTIONS_PER_GPU_HOUR
+    )
+});
+
 /// Times a plan.
 pub fn estimate(plan: &TimePlan) -> Result<TimeEstimate, TimeError> {
     let memory = &plan.memory;
@@ -424,10 +434,7 @@ pub fn estimate(plan: &TimePlan) -> Result<TimeEstimate, TimeError> {
     let restart_hours =
         training_hours * INTERRUPTIONS_PER_GPU_HOUR * gpus * lost_hours_per_interruption;
     let expected = training_hours + restart_hours;
-    assumptions.push(format!(
-        "restarts: {:.2e} unplanned interruptions per GPU-hour (Llama 3), each costing {RESTART_MINUTES} min plus half a {CHECKPOINT_INTERVAL_MINUTES}-min checkpoint interval",
-        INTERRUPTIONS_PER_GPU_HOUR
-    ));
+    assumptions.push(RESTART_ASSUMPTION.clone());
 
     let fits = Prepared::new(memory)
         .breakdown(par.gpus, memory.micro_batch_size)

@@ -137,9 +137,18 @@ impl PriceQuote {
     /// The reading's date, midnight UTC (`YYYY-MM` reads as the first of the month).
     pub fn as_of_date(&self) -> Option<jiff::civil::Date> {
         let text = self.as_of.as_deref()?;
-        text.parse()
-            .ok()
-            .or_else(|| format!("{text}-01").parse().ok())
+        // Every estimate dates every row it prices: a month is read as such rather than
+        // first failing as a full date (a parse error allocates its message).
+        match text.split_once('-') {
+            Some((year, month))
+                if year.len() == 4
+                    && month.len() == 2
+                    && text.bytes().filter(|b| b.is_ascii_digit()).count() == 6 =>
+            {
+                jiff::civil::Date::new(year.parse().ok()?, month.parse().ok()?, 1).ok()
+            }
+            _ => text.parse().ok(),
+        }
     }
 
     /// Hours between the reading and `now`; `None` for undated rows.
@@ -193,4 +202,49 @@ pub fn read_csv(text: &str) -> (Vec<PriceQuote>, Vec<String>) {
         }
     }
     (quotes, rejected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dated(as_of: &str) -> Option<jiff::civil::Date> {
+        let quote = PriceQuote {
+            provider: "p".into(),
+            region: "global".into(),
+            sku: "s".into(),
+            gpu: "a100-80gb".into(),
+            gpu_count: 1,
+            price_type: PriceType::OnDemand,
+            price_per_instance_hour: None,
+            price_per_gpu_hour: 1.0,
+            currency: Currency::Usd,
+            as_of: Some(as_of.into()),
+            fetched_at: None,
+            source: "test".into(),
+            source_kind: "Q".into(),
+            notes: None,
+            interruptions_per_hour: None,
+            feed: None,
+            stale: false,
+        };
+        quote.as_of_date()
+    }
+
+    #[test]
+    fn dates_read_days_and_months() {
+        assert_eq!(dated("2026-09-10"), Some(jiff::civil::date(2026, 9, 10)));
+        assert_eq!(dated("2024-01"), Some(jiff::civil::date(2024, 1, 1)));
+        for bad in [
+            "2024-13",
+            "2024-1",
+            "2024-+1",
+            "20x4-01",
+            "2024-02-30",
+            "soon",
+            "",
+        ] {
+            assert_eq!(dated(bad), None, "{bad}");
+        }
+    }
 }
