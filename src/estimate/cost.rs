@@ -6,6 +6,7 @@
 //! Pure: the book, the exchange rate and "now" come in as arguments.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -242,8 +243,18 @@ struct Candidate<'q> {
     price_type: PriceType,
     /// Factor on the quote's price (reserved derivation).
     factor: f64,
-    note: Option<String>,
+    note: Option<&'static str>,
 }
+
+/// The note on a derived reserved option, written out once per discount.
+fn reserved_note(discount: f64) -> String {
+    format!(
+        "derived: on-demand price less a typical {:.0} % commitment discount (not a quoted rate)",
+        discount * 100.0
+    )
+}
+static RESERVED_1Y_NOTE: LazyLock<String> = LazyLock::new(|| reserved_note(RESERVED_1Y_DISCOUNT));
+static RESERVED_3Y_NOTE: LazyLock<String> = LazyLock::new(|| reserved_note(RESERVED_3Y_DISCOUNT));
 
 /// Spot hours: the job's hours, plus a checkpoint write every interval, plus for each
 /// interruption a restart and on average half an interval of lost work; interruptions
@@ -304,23 +315,79 @@ fn spot_hours(
     ))
 }
 
-/// Prices a plan against the book and the custom quotes.
-pub fn estimate(plan: &CostPlan, book: &PriceBook) -> CostEstimate {
+/// A candidate priced: the numbers of its [`CostOption`], before any of its text.
+struct Priced<'q> {
+    candidate: Candidate<'q>,
+    instances: u64,
+    gpus_rented: u64,
+    native_instance_price: f64,
+    instance_price: f64,
+    hours: f64,
+    spot: Option<SpotDetail>,
+}
+
+impl Priced<'_> {
+    fn cost(&self) -> f64 {
+        self.instance_price * self.instances as f64 * self.hours
+    }
+
+    /// The option as answered: names, dates and notes.
+    fn option(self, plan: &CostPlan) -> CostOption {
+        let q = self.candidate.quote;
+        let price_per_hour = self.instance_price * self.instances as f64;
+        let mut notes: Vec<String> = self.candidate.note.map(str::to_owned).into_iter().collect();
+        if self.gpus_rented > plan.gpus {
+            notes.push(format!(
+                "rents {} × {} GPUs = {} for a {}-GPU job (whole instances)",
+                self.instances, q.gpu_count, self.gpus_rented, plan.gpus
+            ));
+        }
+        if let Some(n) = q.notes.as_deref().filter(|n| !n.is_empty()) {
+            notes.push(n.to_string());
+        }
+        CostOption {
+            provider: q.provider.clone(),
+            region: q.region.clone(),
+            sku: q.sku.clone(),
+            gpu: q.gpu.clone(),
+            price_type: self.candidate.price_type,
+            gpus_per_instance: q.gpu_count,
+            instances: self.instances,
+            gpus_rented: self.gpus_rented,
+            price_per_hour,
+            price_per_gpu_hour: self.instance_price / q.gpu_count.max(1) as f64,
+            hours: self.hours,
+            rework_hours: self.hours - plan.hours,
+            cost: price_per_hour * self.hours,
+            currency: plan.currency,
+            native_price_per_instance_hour: self.native_instance_price,
+            native_currency: q.currency,
+            as_of: q.as_of.clone(),
+            age_hours: q.age_hours(plan.now),
+            source: q.source.clone(),
+            source_kind: q.source_kind.clone(),
+            spot: self.spot,
+            notes,
+        }
+    }
+}
+
+/// Every candidate of a plan priced, in book order (then custom quotes), with the
+/// warnings pricing raised.
+fn price<'q>(plan: &'q CostPlan, book: &'q PriceBook) -> (Vec<Priced<'q>>, Vec<String>) {
     let mut warnings = Vec::new();
-    let mut assumptions = vec![format!(
-        "FX: {} CNY per USD as of {} ({})",
-        plan.fx.cny_per_usd, plan.fx.as_of, plan.fx.source
-    )];
     let wanted =
         |t: PriceType| plan.filter.price_types.is_empty() || plan.filter.price_types.contains(&t);
 
     // Book rows are read as quoted (on demand, spot); reserved options are derived from
     // on-demand rows. Custom quotes are taken as given.
-    let mut book_filter = plan.filter.clone();
-    book_filter.gpu = Some(plan.gpu.id.clone());
-    book_filter.price_types = vec![PriceType::OnDemand, PriceType::Spot];
     let mut candidates: Vec<Candidate> = Vec::new();
     if plan.use_book {
+        let book_filter = PriceFilter {
+            gpu: Some(plan.gpu.id.clone()),
+            price_types: vec![PriceType::OnDemand, PriceType::Spot],
+            ..plan.filter.clone()
+        };
         for quote in book.filter(&book_filter, plan.now) {
             if wanted(quote.price_type) {
                 candidates.push(Candidate {
@@ -332,19 +399,24 @@ pub fn estimate(plan: &CostPlan, book: &PriceBook) -> CostEstimate {
             }
             let commits = quote.price_type == PriceType::OnDemand
                 && COMMITMENT_PROVIDERS.contains(&quote.provider.as_str());
-            for (price_type, discount) in [
-                (PriceType::Reserved1y, RESERVED_1Y_DISCOUNT),
-                (PriceType::Reserved3y, RESERVED_3Y_DISCOUNT),
+            for (price_type, discount, note) in [
+                (
+                    PriceType::Reserved1y,
+                    RESERVED_1Y_DISCOUNT,
+                    &*RESERVED_1Y_NOTE,
+                ),
+                (
+                    PriceType::Reserved3y,
+                    RESERVED_3Y_DISCOUNT,
+                    &*RESERVED_3Y_NOTE,
+                ),
             ] {
                 if commits && wanted(price_type) {
                     candidates.push(Candidate {
                         quote,
                         price_type,
                         factor: 1.0 - discount,
-                        note: Some(format!(
-                            "derived: on-demand price less a typical {:.0} % commitment discount (not a quoted rate)",
-                            discount * 100.0
-                        )),
+                        note: Some(note),
                     });
                 }
             }
@@ -372,27 +444,12 @@ pub fn estimate(plan: &CostPlan, book: &PriceBook) -> CostEstimate {
         ));
     }
 
-    let mut options: Vec<CostOption> = Vec::with_capacity(candidates.len());
-    for c in candidates {
-        let q = c.quote;
+    let mut priced = Vec::with_capacity(candidates.len());
+    for candidate in candidates {
+        let q = candidate.quote;
         let instances = plan.gpus.div_ceil(q.gpu_count.max(1));
-        let gpus_rented = instances * q.gpu_count;
-        let native_instance_price = q.instance_price() * c.factor;
-        let instance_price = plan
-            .fx
-            .convert(native_instance_price, q.currency, plan.currency);
-        let price_per_hour = instance_price * instances as f64;
-        let mut notes: Vec<String> = c.note.into_iter().collect();
-        if gpus_rented > plan.gpus {
-            notes.push(format!(
-                "rents {instances} × {} GPUs = {gpus_rented} for a {}-GPU job (whole instances)",
-                q.gpu_count, plan.gpus
-            ));
-        }
-        if let Some(n) = q.notes.as_deref().filter(|n| !n.is_empty()) {
-            notes.push(n.to_string());
-        }
-        let (hours, spot) = if c.price_type == PriceType::Spot {
+        let native_instance_price = q.instance_price() * candidate.factor;
+        let (hours, spot) = if candidate.price_type == PriceType::Spot {
             match spot_hours(plan.hours, instances, &plan.spot, q) {
                 Some((hours, detail)) => (hours, Some(detail)),
                 None => {
@@ -406,31 +463,29 @@ pub fn estimate(plan: &CostPlan, book: &PriceBook) -> CostEstimate {
         } else {
             (plan.hours, None)
         };
-        options.push(CostOption {
-            provider: q.provider.clone(),
-            region: q.region.clone(),
-            sku: q.sku.clone(),
-            gpu: q.gpu.clone(),
-            price_type: c.price_type,
-            gpus_per_instance: q.gpu_count,
+        priced.push(Priced {
+            candidate,
             instances,
-            gpus_rented,
-            price_per_hour,
-            price_per_gpu_hour: instance_price / q.gpu_count.max(1) as f64,
+            gpus_rented: instances * q.gpu_count,
+            native_instance_price,
+            instance_price: plan
+                .fx
+                .convert(native_instance_price, q.currency, plan.currency),
             hours,
-            rework_hours: hours - plan.hours,
-            cost: price_per_hour * hours,
-            currency: plan.currency,
-            native_price_per_instance_hour: native_instance_price,
-            native_currency: q.currency,
-            as_of: q.as_of.clone(),
-            age_hours: q.age_hours(plan.now),
-            source: q.source.clone(),
-            source_kind: q.source_kind.clone(),
             spot,
-            notes,
         });
     }
+    (priced, warnings)
+}
+
+/// Prices a plan against the book and the custom quotes.
+pub fn estimate(plan: &CostPlan, book: &PriceBook) -> CostEstimate {
+    let mut assumptions = vec![format!(
+        "FX: {} CNY per USD as of {} ({})",
+        plan.fx.cny_per_usd, plan.fx.as_of, plan.fx.source
+    )];
+    let (priced, mut warnings) = price(plan, book);
+    let mut options: Vec<CostOption> = priced.into_iter().map(|p| p.option(plan)).collect();
     options.sort_by(|a, b| a.cost.total_cmp(&b.cost));
     let mut cheapest = BTreeMap::new();
     for option in &options {
@@ -472,6 +527,33 @@ pub fn estimate(plan: &CostPlan, book: &PriceBook) -> CostEstimate {
         assumptions,
         warnings,
     }
+}
+
+/// Only what [`estimate`] answers in `cheapest` and `self_build` (break-even against
+/// those options): for callers that price many plans and keep the best of each, without
+/// writing out every option.
+pub fn cheapest(
+    plan: &CostPlan,
+    book: &PriceBook,
+) -> (BTreeMap<String, CostOption>, Option<SelfBuild>) {
+    let (mut priced, _) = price(plan, book);
+    // Stable, as `estimate`'s sort: among equal costs the first in book order wins.
+    priced.sort_by(|a, b| a.cost().total_cmp(&b.cost()));
+    let mut seen = Vec::new();
+    priced.retain(|p| {
+        let first = !seen.contains(&p.candidate.price_type);
+        seen.push(p.candidate.price_type);
+        first
+    });
+    let options: Vec<CostOption> = priced.into_iter().map(|p| p.option(plan)).collect();
+    let self_build = plan
+        .self_build
+        .map(|inputs| self_build(plan, &inputs, &options));
+    let cheapest = options
+        .into_iter()
+        .map(|o| (o.price_type.name().to_string(), o))
+        .collect();
+    (cheapest, self_build)
 }
 
 fn self_build(plan: &CostPlan, inputs: &SelfBuildInputs, options: &[CostOption]) -> SelfBuild {
@@ -579,6 +661,11 @@ mod tests {
         }
     }
 
+    /// Answers compared as their JSON (they have no `PartialEq`).
+    fn json<T: Serialize>(value: &T) -> serde_json::Value {
+        serde_json::to_value(value).unwrap()
+    }
+
     /// GPUs the book prices.
     fn priced_gpus() -> Vec<String> {
         let mut ids: Vec<String> = book().quotes().iter().map(|q| q.gpu.clone()).collect();
@@ -676,6 +763,39 @@ mod tests {
             }
             let build = answer.self_build.unwrap();
             prop_assert!(build.total_cost_of_ownership >= 0.0 && build.job_cost >= 0.0);
+        }
+
+        #[test]
+        fn cheapest_answers_what_the_whole_estimate_answers(
+            gpu_index in 0usize..16,
+            gpus in 1u64..=512,
+            hours in 1e-3f64..1e5,
+            yuan in any::<bool>(),
+        ) {
+            let ids = priced_gpus();
+            let mut p = plan(&ids[gpu_index % ids.len()], gpus, hours);
+            p.currency = if yuan { Currency::Cny } else { Currency::Usd };
+            p.self_build = Some(SelfBuildInputs {
+                hardware_cost: 2e5,
+                power_kw: None,
+                electricity_price_per_kwh: None,
+                pue: None,
+                lifetime_months: None,
+                ops_cost_per_month: Some(500.0),
+            });
+            let whole = estimate(&p, book());
+            let (cheapest, build) = cheapest(&p, book());
+            prop_assert_eq!(json(&cheapest), json(&whole.cheapest));
+            let (build, whole_build) = (build.unwrap(), whole.self_build.unwrap());
+            prop_assert_eq!(build.break_even.len(), cheapest.len());
+            for entry in &build.break_even {
+                prop_assert!(
+                    whole_build.break_even.iter().any(|w| json(w) == json(entry)),
+                    "{entry:?}"
+                );
+            }
+            let without_break_even = |b: SelfBuild| json(&SelfBuild { break_even: Vec::new(), ..b });
+            prop_assert_eq!(without_break_even(build), without_break_even(whole_build));
         }
 
         #[test]

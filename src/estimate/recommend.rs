@@ -311,15 +311,15 @@ fn candidates_for(
                 }),
                 now: inputs.now,
             };
-            let priced = cost::estimate(&cost_plan, book);
+            let (cheapest, self_build) = cost::cheapest(&cost_plan, book);
             found.push(Candidate {
                 gpu: gpu.id.clone(),
                 gpus: n,
                 zero_stage: stage,
                 memory_gib: device / GIB,
                 hours,
-                options: priced.cheapest.into_iter().collect(),
-                self_build: priced.self_build,
+                options: cheapest.into_iter().collect(),
+                self_build,
             });
         } else if smallest.is_none() && n == MAX_FLEET {
             rejected.push(Rejected {

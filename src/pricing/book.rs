@@ -136,11 +136,11 @@ impl PriceBook {
     }
 
     /// Rows matching the filter, in book order.
-    pub fn filter<'a>(
+    pub fn filter<'a: 'f, 'f>(
         &'a self,
-        filter: &'a PriceFilter,
+        filter: &'f PriceFilter,
         now: jiff::Timestamp,
-    ) -> impl Iterator<Item = &'a PriceQuote> + 'a {
+    ) -> impl Iterator<Item = &'a PriceQuote> + 'f {
         let candidates: Box<dyn Iterator<Item = &PriceQuote>> = match &filter.gpu {
             Some(gpu) => Box::new(
                 self.by_gpu
