@@ -386,13 +386,13 @@ impl MemoryRequest {
         let mut problems = Problems::default();
         let mut defaulted = Vec::new();
         let mut default =
-            |name: &str, value: String| defaulted.push(format!("{name}: {value} (default)"));
+            |name: &str, value: &str| defaulted.push([name, ": ", value, " (default)"].concat());
 
         let model = self.model.resolve(catalog, &mut problems)?;
         let arch = &model.architecture;
 
         let method_name = self.method.unwrap_or_else(|| {
-            default("method", "full".into());
+            default("method", "full");
             MethodName::Full
         });
         let lora_family = matches!(method_name, MethodName::Lora | MethodName::Qlora);
@@ -497,15 +497,15 @@ impl MemoryRequest {
         };
 
         let precision = self.precision.unwrap_or_else(|| {
-            default("precision", "amp_bf16".into());
+            default("precision", "amp_bf16");
             Precision::AmpBf16
         });
         let optimizer = self.optimizer.unwrap_or_else(|| {
-            default("optimizer", "adamw".into());
+            default("optimizer", "adamw");
             Optimizer::Adamw
         });
         let micro_batch_size = self.micro_batch_size.unwrap_or_else(|| {
-            default("micro_batch_size", "1".into());
+            default("micro_batch_size", "1");
             1
         });
         problems.range(
@@ -515,7 +515,7 @@ impl MemoryRequest {
             MAX_SEARCH_MICRO_BATCH,
         );
         let sequence_length = self.sequence_length.unwrap_or_else(|| {
-            default("sequence_length", "2048".into());
+            default("sequence_length", "2048");
             2048
         });
         problems.range("/sequence_length", sequence_length, 1, MAX_SEQUENCE_LENGTH);
@@ -523,15 +523,15 @@ impl MemoryRequest {
             problems.range("/max_sample_tokens", longest, 1, sequence_length.max(1));
         }
         let gradient_checkpointing = self.gradient_checkpointing.unwrap_or_else(|| {
-            default("gradient_checkpointing", "false".into());
+            default("gradient_checkpointing", "false");
             false
         });
         let attention = self.attention.unwrap_or_else(|| {
-            default("attention", "flash".into());
+            default("attention", "flash");
             Attention::Flash
         });
         let framework = self.framework.unwrap_or_else(|| {
-            default("framework", "generic".into());
+            default("framework", "generic");
             Framework::Generic
         });
 
@@ -544,7 +544,7 @@ impl MemoryRequest {
             pipeline_parallel: None,
         });
         if self.parallelism.is_none() {
-            default("parallelism", "1 GPU, ZeRO stage 0".into());
+            default("parallelism", "1 GPU, ZeRO stage 0");
         }
         let parallelism = Parallelism {
             gpus: par.gpus.unwrap_or(1),
