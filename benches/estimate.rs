@@ -15,6 +15,10 @@ use trainplan::estimate::{
 };
 use trainplan::pricing::{Currency, Fx, PriceBook, PriceFilter};
 
+/// The binary's allocator, so that these figures are what `trainplan serve` does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn plan(catalog: &Catalog) -> MemoryPlan {
     MemoryPlan {
         model: ModelShape::from_architecture(

@@ -14,6 +14,10 @@ use trainplan::catalog::Catalog;
 use trainplan::http::{AppState, app};
 use trainplan::pricing::{Fx, Pricing};
 
+/// The binary's allocator, so that these figures are what `trainplan serve` does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The load script's request bodies.
 const MEMORY: &str = r#"{"model": "llama-3.1-8b", "method": "lora", "lora": {"alpha": 16}, "gpu": "a100-80gb", "parallelism": {"gpus": 2}}"#;
 const COST: &str = r#"{"model": "llama-2-7b", "method": "lora", "gpu": "a100-80gb", "parallelism": {"gpus": 2}, "workload": {"tokens": 2e8}}"#;
