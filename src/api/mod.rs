@@ -632,6 +632,11 @@ impl MemoryRequest {
 
 /// Parses a JSON body into `T`, naming the failing field as a JSON pointer.
 pub fn from_json_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // The plain parser first: tracking the path costs every body, and only a failing
+    // one needs it, so that one is parsed again to name the field.
+    if let Ok(parsed) = serde_json::from_slice(bytes) {
+        return Ok(parsed);
+    }
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let pointer = pointer_of(error.path());
@@ -649,6 +654,10 @@ pub fn from_json_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T
 
 /// Deserialises an already-parsed JSON value (the GET forms build one from the query).
 pub fn from_json_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    // As `from_json_slice`: the path is tracked only for a value that fails.
+    if let Ok(parsed) = T::deserialize(&value) {
+        return Ok(parsed);
+    }
     serde_path_to_error::deserialize(value).map_err(|error| {
         let pointer = pointer_of(error.path());
         ApiError::Invalid(vec![FieldError::new(
