@@ -661,6 +661,18 @@ mod tests {
         }
     }
 
+    /// Owning the hardware at `hardware_cost`, every other input defaulted.
+    fn owning(hardware_cost: f64, ops_cost_per_month: Option<f64>) -> SelfBuildInputs {
+        SelfBuildInputs {
+            hardware_cost,
+            power_kw: None,
+            electricity_price_per_kwh: None,
+            pue: None,
+            lifetime_months: None,
+            ops_cost_per_month,
+        }
+    }
+
     /// Answers compared as their JSON (they have no `PartialEq`).
     fn json<T: Serialize>(value: &T) -> serde_json::Value {
         serde_json::to_value(value).unwrap()
@@ -746,14 +758,7 @@ mod tests {
                 interruptions_per_hour: interruptions,
             };
             p.currency = if yuan { Currency::Cny } else { Currency::Usd };
-            p.self_build = Some(SelfBuildInputs {
-                hardware_cost: 1e5,
-                power_kw: None,
-                electricity_price_per_kwh: None,
-                pue: None,
-                lifetime_months: None,
-                ops_cost_per_month: None,
-            });
+            p.self_build = Some(owning(1e5, None));
             let answer = estimate(&p, book());
             for o in &answer.options {
                 prop_assert!(o.cost.is_finite() && o.cost >= 0.0, "{o:?}");
@@ -775,14 +780,7 @@ mod tests {
             let ids = priced_gpus();
             let mut p = plan(&ids[gpu_index % ids.len()], gpus, hours);
             p.currency = if yuan { Currency::Cny } else { Currency::Usd };
-            p.self_build = Some(SelfBuildInputs {
-                hardware_cost: 2e5,
-                power_kw: None,
-                electricity_price_per_kwh: None,
-                pue: None,
-                lifetime_months: None,
-                ops_cost_per_month: Some(500.0),
-            });
+            p.self_build = Some(owning(2e5, Some(500.0)));
             let whole = estimate(&p, book());
             let (cheapest, build) = cheapest(&p, book());
             prop_assert_eq!(json(&cheapest), json(&whole.cheapest));
