@@ -1,7 +1,7 @@
 //! Renderings of an answer: JSON (default), CSV (`?format=csv` or `Accept: text/csv`) and
 //! one bare value (`?format=text&field=per_gpu.total_gib`), for spreadsheets.
 
-use actix_web::http::header;
+use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,8 +34,22 @@ pub struct RenderQuery {
 }
 
 /// Renders `answer`; `rows` names the array that becomes the CSV rows (its scalars are
-/// joined with the answer's top-level scalars on every row).
+/// joined with the answer's top-level scalars on every row). The answer says
+/// `Vary: Accept`: without `format`, `Accept` chooses JSON or CSV.
 pub fn respond<T: Serialize>(
+    request: &HttpRequest,
+    render: &RenderQuery,
+    answer: &T,
+    rows: &str,
+) -> Result<HttpResponse, ApiError> {
+    let mut response = rendering(request, render, answer, rows)?;
+    response
+        .headers_mut()
+        .append(header::VARY, HeaderValue::from_static("accept"));
+    Ok(response)
+}
+
+fn rendering<T: Serialize>(
     request: &HttpRequest,
     render: &RenderQuery,
     answer: &T,
