@@ -35,14 +35,17 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 base="http://127.0.0.1:$port"
-# Each estimate endpoint twice: "repeat" sends the same plan every time (a CI gate re-run,
-# a spreadsheet cell refreshing one URL: after the first, answered from the answer cache),
-# "distinct" a new plan on every request (every request estimated; the varied number does
-# not change the work). Both build each request in Lua the same way, so wrk's own cost is
-# the same in both.
-script() { # file, body with @N@ for the number, base number, vary (1) or not (0)
+# Each estimate endpoint three ways: "repeat" sends the same plan every time (a CI gate
+# re-run, a spreadsheet cell refreshing one URL: after the first, answered from the answer
+# cache), "repeat-gzip" the same with "Accept-Encoding: gzip, deflate" (what Python's
+# requests and httpx send: the kept answer's gzip copy), "distinct" a new plan on every
+# request (every request estimated; the varied number does not change the work). All
+# build each request in Lua the same way, so wrk's own cost is the same in each.
+script() { # file, body with @N@ for the number, base number, vary (1) or not (0), gzip (1) or not (0)
     cat >"$1" <<LUA
-local template, base, vary = [[$2]], $3, $4
+local template, base, vary, gzip = [[$2]], $3, $4, $5
+local headers = { ["Content-Type"] = "application/json" }
+if gzip == 1 then headers["Accept-Encoding"] = "gzip, deflate" end
 local threads = 0
 function setup(thread) threads = threads + 1; thread:set("id", threads) end
 local counter = 0
@@ -51,7 +54,7 @@ function request()
     local n = base
     if vary == 1 then n = base + id * 40000 + counter end
     local body = template:gsub("@N@", string.format("%d", n))
-    return wrk.format("POST", nil, { ["Content-Type"] = "application/json" }, body)
+    return wrk.format("POST", nil, headers, body)
 end
 LUA
 }
@@ -73,8 +76,9 @@ run() { # name, path, [script]
 }
 for endpoint in "${endpoints[@]}"; do
     IFS='|' read -r name path body number <<<"$endpoint"
-    script "$scratch/$name-repeat.lua" "$body" "$number" 0
-    script "$scratch/$name-distinct.lua" "$body" "$number" 1
+    script "$scratch/$name-repeat.lua" "$body" "$number" 0 0
+    script "$scratch/$name-repeat-gzip.lua" "$body" "$number" 0 1
+    script "$scratch/$name-distinct.lua" "$body" "$number" 1 0
 done
 # ROUNDS passes over every run, in turn, so that a slow moment of a shared machine lands
 # on one pass of everything rather than on one endpoint; the table gives each run's median.
@@ -83,7 +87,7 @@ results="$(
         run livez /livez
         for endpoint in "${endpoints[@]}"; do
             IFS='|' read -r name path _ _ <<<"$endpoint"
-            for workload in repeat distinct; do
+            for workload in repeat repeat-gzip distinct; do
                 run "$name/$workload" "$path" "$scratch/$name-$workload.lua"
             done
         done

@@ -11,8 +11,17 @@
 //! the old one. Answers that read the clock (the age of each price row) are as of when
 //! they were kept, at most the lifetime old. The `Cache-Status` header (RFC 9211) says
 //! what happened to each request.
+//!
+//! A kept answer is also kept gzip-compressed, made once when it is kept. A request that
+//! accepts gzip (`Accept-Encoding`, as Python's requests and httpx, browsers and
+//! `curl --compressed` send) gets that copy: a 20 kB cost answer goes out as about a
+//! tenth of its bytes, so sending it costs the server less than the kernel's work on the
+//! full body. Answers worked out for the request at hand go out as they are: compressing
+//! each one would cost more CPU than estimating it (docs/performance.md). Every answer of
+//! these resources says `Vary: Accept-Encoding`.
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -20,10 +29,14 @@ use std::time::{Duration, Instant};
 use actix_web::body::{self, BoxBody, MessageBody};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use actix_web::http::header::{
+    self, AcceptEncoding, Encoding, Header, HeaderMap, HeaderName, HeaderValue,
+};
 use actix_web::middleware::Next;
-use actix_web::{Error, HttpResponse, web};
+use actix_web::{Error, HttpMessage, HttpResponse, web};
 use bytes::Bytes;
+use flate2::Compression;
+use flate2::write::GzEncoder;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 
@@ -46,6 +59,63 @@ struct Answer {
     book: Arc<PriceBook>,
     headers: HeaderMap,
     body: Bytes,
+    /// The body gzip-compressed, with the headers that say so; `None` where compressing
+    /// does not make it smaller.
+    gzip: Option<(HeaderMap, Bytes)>,
+}
+
+impl Answer {
+    /// Keeps the handler's answer, with its gzip copy.
+    fn new(stored: Instant, book: Arc<PriceBook>, headers: HeaderMap, body: Bytes) -> Self {
+        let gzip = gzip(&body).map(|compressed| {
+            let mut headers = headers.clone();
+            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            (headers, compressed)
+        });
+        Self {
+            stored,
+            book,
+            headers,
+            body,
+            gzip,
+        }
+    }
+
+    /// The headers and body to send: the gzip copy where the request takes it.
+    fn representation(&self, takes_gzip: bool) -> (&HeaderMap, &Bytes) {
+        match &self.gzip {
+            Some((headers, body)) if takes_gzip => (headers, body),
+            _ => (&self.headers, &self.body),
+        }
+    }
+
+    /// The answer as a response to a request that does or does not take gzip.
+    fn response(&self, takes_gzip: bool) -> HttpResponse {
+        let (headers, body) = self.representation(takes_gzip);
+        let mut response = HttpResponse::Ok().body(body.clone());
+        *response.headers_mut() = headers.clone();
+        response
+    }
+}
+
+/// `body` gzip-compressed at the default level (6: a kept answer is compressed once and
+/// sent many times), or `None` when that is not smaller.
+fn gzip(body: &[u8]) -> Option<Bytes> {
+    let mut encoder = GzEncoder::new(Vec::with_capacity(body.len() / 4), Compression::default());
+    encoder.write_all(body).ok()?;
+    let compressed = encoder.finish().ok()?;
+    (compressed.len() < body.len()).then(|| Bytes::from(compressed))
+}
+
+/// Whether the request prefers a gzip body to an unencoded one (RFC 9110 §12.5.3:
+/// gzip listed with the highest non-zero weight among the two); no `Accept-Encoding`:
+/// no.
+fn takes_gzip(request: &impl HttpMessage) -> bool {
+    request.headers().contains_key(header::ACCEPT_ENCODING)
+        && AcceptEncoding::parse(request).is_ok_and(|accepted| {
+            accepted.negotiate([Encoding::gzip(), Encoding::identity()].iter())
+                == Some(Encoding::gzip())
+        })
 }
 
 /// Weighs an entry by the bytes it holds, so the capacity is a memory bound.
@@ -54,7 +124,8 @@ struct Size;
 
 impl Weighter<Vec<u8>, Arc<Answer>> for Size {
     fn weight(&self, key: &Vec<u8>, answer: &Arc<Answer>) -> u64 {
-        (key.len() + answer.body.len()) as u64
+        let gzip = answer.gzip.as_ref().map_or(0, |(_, body)| body.len());
+        (key.len() + answer.body.len() + gzip) as u64
     }
 }
 
@@ -137,11 +208,13 @@ fn readable(request: &ServiceRequest, limit: usize) -> bool {
     !headers.contains_key(header::TRANSFER_ENCODING) && length.is_some_and(|n| n <= limit)
 }
 
-/// Says what the cache did, in `Cache-Status` (RFC 9211).
+/// Says what the cache did, in `Cache-Status` (RFC 9211), and that the answer depends
+/// on `Accept-Encoding`.
 fn mark(headers: &mut HeaderMap, status: &str) {
     if let Ok(value) = HeaderValue::from_str(status) {
         headers.insert(CACHE_STATUS, value);
     }
+    headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
 }
 
 /// Middleware of the estimate resources: answers a repeated request from the cache, and
@@ -166,10 +239,10 @@ pub async fn reuse(
         .map_err(|error| unreadable(&error, state.body_limit_bytes))?;
     let key = key(&request, &body);
     let book = state.pricing.book.load_full();
+    let gzip = takes_gzip(&request);
     if let Some((answer, ttl)) = cache.fresh(&key, &book, Instant::now()) {
         state.metrics.answer(true);
-        let mut response = HttpResponse::Ok().body(answer.body.clone());
-        *response.headers_mut() = answer.headers.clone();
+        let mut response = answer.response(gzip);
         mark(
             response.headers_mut(),
             &format!("trainplan; hit; ttl={ttl}"),
@@ -189,16 +262,14 @@ pub async fn reuse(
     let body = body::to_bytes(body)
         .await
         .map_err(|_| ApiError::Internal("the answer could not be read back".into()))?;
-    cache.entries.insert(
-        key,
-        Arc::new(Answer {
-            stored: Instant::now(),
-            book,
-            headers: head.headers().clone(),
-            body: body.clone(),
-        }),
-    );
-    let mut response = head.set_body(BoxBody::new(body));
+    let answer = Arc::new(Answer::new(
+        Instant::now(),
+        book,
+        head.headers().clone(),
+        body,
+    ));
+    cache.entries.insert(key, answer.clone());
+    let mut response = answer.response(gzip);
     mark(response.headers_mut(), "trainplan; fwd=miss; stored");
     Ok(ServiceResponse::new(request, response))
 }
@@ -209,12 +280,12 @@ mod tests {
     use crate::pricing::BookKind;
 
     fn answer(book: &Arc<PriceBook>, stored: Instant) -> Arc<Answer> {
-        Arc::new(Answer {
+        Arc::new(Answer::new(
             stored,
-            book: book.clone(),
-            headers: HeaderMap::new(),
-            body: Bytes::from_static(b"{}"),
-        })
+            book.clone(),
+            HeaderMap::new(),
+            Bytes::from_static(b"{}"),
+        ))
     }
 
     fn book() -> Arc<PriceBook> {
@@ -280,12 +351,7 @@ mod tests {
         let book = book();
         for i in 0..100u32 {
             let body = Bytes::from(vec![b' '; 1_000]);
-            let entry = Answer {
-                stored: Instant::now(),
-                book: book.clone(),
-                headers: HeaderMap::new(),
-                body,
-            };
+            let entry = Answer::new(Instant::now(), book.clone(), HeaderMap::new(), body);
             cache
                 .entries
                 .insert(i.to_le_bytes().to_vec(), Arc::new(entry));
@@ -295,5 +361,72 @@ mod tests {
             "{}",
             cache.entries.weight()
         );
+    }
+
+    #[test]
+    fn a_kept_answer_has_a_gzip_copy_of_the_same_bytes_when_that_is_smaller() {
+        use std::io::Read;
+        let body = serde_json::to_vec(&serde_json::json!({
+            "options": (0..50).map(|i| serde_json::json!({"provider": "aws", "cost": i}))
+                .collect::<Vec<_>>()
+        }))
+        .unwrap_or_default();
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let answer = Answer::new(Instant::now(), book(), headers, Bytes::from(body.clone()));
+        let (plain_headers, plain) = answer.representation(false);
+        assert_eq!(plain, &body);
+        assert!(!plain_headers.contains_key(header::CONTENT_ENCODING));
+        let (gzip_headers, compressed) = answer.representation(true);
+        assert!(compressed.len() < body.len() / 4, "{}", compressed.len());
+        assert_eq!(
+            gzip_headers
+                .get(header::CONTENT_ENCODING)
+                .map(HeaderValue::as_bytes),
+            Some(&b"gzip"[..])
+        );
+        assert_eq!(
+            gzip_headers.get(header::CONTENT_TYPE),
+            plain_headers.get(header::CONTENT_TYPE)
+        );
+        let mut decoded = Vec::new();
+        flate2::read::GzDecoder::new(&compressed[..])
+            .read_to_end(&mut decoded)
+            .unwrap_or_default();
+        assert_eq!(decoded, body);
+
+        // Two bytes do not get smaller: every request gets them as they are.
+        let tiny = Answer::new(
+            Instant::now(),
+            book(),
+            HeaderMap::new(),
+            Bytes::from_static(b"{}"),
+        );
+        assert!(tiny.gzip.is_none());
+        assert_eq!(tiny.representation(true).1, &Bytes::from_static(b"{}"));
+    }
+
+    #[test]
+    fn gzip_is_sent_only_where_the_request_prefers_it() {
+        let takes = |accept: Option<&str>| {
+            let mut request = actix_web::test::TestRequest::default();
+            if let Some(accept) = accept {
+                request = request.insert_header((header::ACCEPT_ENCODING, accept));
+            }
+            takes_gzip(&request.to_srv_request())
+        };
+        assert!(!takes(None));
+        assert!(takes(Some("gzip")));
+        assert!(takes(Some("gzip, deflate")), "Python requests");
+        assert!(takes(Some("gzip, deflate, br, zstd")), "browsers");
+        assert!(takes(Some("br, gzip;q=0.8")));
+        assert!(!takes(Some("br")));
+        assert!(!takes(Some("identity")));
+        assert!(!takes(Some("gzip;q=0")));
+        assert!(!takes(Some("gzip;q=0.5, identity")));
+        assert!(!takes(Some("*")), "anything goes: sent as it is");
     }
 }

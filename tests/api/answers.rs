@@ -220,3 +220,54 @@ async fn with_no_lifetime_every_request_is_estimated() {
         assert_eq!((seen.status, seen.header("cache-status")), (200, ""));
     }
 }
+
+#[actix_web::test]
+async fn a_client_taking_gzip_gets_a_kept_answer_compressed() {
+    use std::io::Read;
+    let (catalog, pricing) = embedded();
+    let service = test::init_service(app(state(catalog, pricing))).await;
+    let gzip = || {
+        post("/v1/estimates/cost", &cost_request())
+            .insert_header(("accept-encoding", "gzip, deflate"))
+    };
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(call_on(&service, gzip()).await);
+    }
+    // Worked out for the request at hand: sent as it is.
+    assert_eq!(seen[0].header("content-encoding"), "");
+    // Kept (from the second time) and reused: the gzip copy.
+    for kept in &seen[1..] {
+        assert_eq!(kept.header("content-encoding"), "gzip");
+        assert_eq!(kept.header("content-type"), seen[0].header("content-type"));
+        assert!(
+            kept.body.len() * 4 < seen[0].body.len(),
+            "{} bytes",
+            kept.body.len()
+        );
+        let mut decoded = Vec::new();
+        flate2::read::GzDecoder::new(&kept.body[..])
+            .read_to_end(&mut decoded)
+            .unwrap();
+        assert_eq!(decoded, seen[0].body);
+    }
+    // Every answer says what it depends on, so a shared cache does not mix them up.
+    for s in &seen {
+        let vary: Vec<_> = s
+            .headers
+            .get_all("vary")
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        assert_eq!(vary, ["accept", "accept-encoding"]);
+    }
+
+    // The same kept answer, to a client that does not take gzip: as it is.
+    let plain = call_on(&service, post("/v1/estimates/cost", &cost_request())).await;
+    assert!(
+        plain.header("cache-status").contains("hit"),
+        "{}",
+        plain.header("cache-status")
+    );
+    assert_eq!(plain.header("content-encoding"), "");
+    assert_eq!(plain.body, seen[0].body);
+}
