@@ -30,7 +30,7 @@ use actix_web::body::{self, BoxBody, MessageBody};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{
-    self, AcceptEncoding, Encoding, Header, HeaderMap, HeaderName, HeaderValue,
+    self, AcceptEncoding, Encoding, Header, HeaderMap, HeaderName, HeaderValue, Preference, Quality,
 };
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpMessage, HttpResponse, web};
@@ -107,15 +107,25 @@ fn gzip(body: &[u8]) -> Option<Bytes> {
     (compressed.len() < body.len()).then(|| Bytes::from(compressed))
 }
 
-/// Whether the request prefers a gzip body to an unencoded one (RFC 9110 §12.5.3:
-/// gzip listed with the highest non-zero weight among the two); no `Accept-Encoding`:
-/// no.
+/// Whether the request asks for gzip: listed with a non-zero weight, and not below an
+/// `identity` it lists (RFC 9110 §12.5.3; a bare `*` leaves the choice to the server,
+/// which sends the answer as it is). No `Accept-Encoding`: no.
 fn takes_gzip(request: &impl HttpMessage) -> bool {
-    request.headers().contains_key(header::ACCEPT_ENCODING)
-        && AcceptEncoding::parse(request).is_ok_and(|accepted| {
-            accepted.negotiate([Encoding::gzip(), Encoding::identity()].iter())
-                == Some(Encoding::gzip())
-        })
+    if !request.headers().contains_key(header::ACCEPT_ENCODING) {
+        return false;
+    }
+    let Ok(accepted) = AcceptEncoding::parse(request) else {
+        return false;
+    };
+    let weight = |encoding| {
+        let listed = Preference::Specific(encoding);
+        accepted
+            .iter()
+            .find(|item| item.item == listed)
+            .map(|item| item.quality)
+    };
+    let gzip = weight(Encoding::gzip()).unwrap_or(Quality::ZERO);
+    gzip > Quality::ZERO && weight(Encoding::identity()).is_none_or(|identity| gzip >= identity)
 }
 
 /// Weighs an entry by the bytes it holds, so the capacity is a memory bound.
@@ -410,7 +420,7 @@ mod tests {
     }
 
     #[test]
-    fn gzip_is_sent_only_where_the_request_prefers_it() {
+    fn gzip_is_sent_only_where_the_request_asks_for_it() {
         let takes = |accept: Option<&str>| {
             let mut request = actix_web::test::TestRequest::default();
             if let Some(accept) = accept {
@@ -427,6 +437,8 @@ mod tests {
         assert!(!takes(Some("identity")));
         assert!(!takes(Some("gzip;q=0")));
         assert!(!takes(Some("gzip;q=0.5, identity")));
+        assert!(!takes(Some("gzip;q=0.8, identity;q=0.9")));
+        assert!(takes(Some("identity;q=0.5, gzip")));
         assert!(!takes(Some("*")), "anything goes: sent as it is");
     }
 }
