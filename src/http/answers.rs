@@ -111,9 +111,6 @@ fn gzip(body: &[u8]) -> Option<Bytes> {
 /// `identity` it lists (RFC 9110 §12.5.3; a bare `*` leaves the choice to the server,
 /// which sends the answer as it is). No `Accept-Encoding`: no.
 fn takes_gzip(request: &impl HttpMessage) -> bool {
-    if !request.headers().contains_key(header::ACCEPT_ENCODING) {
-        return false;
-    }
     let Ok(accepted) = AcceptEncoding::parse(request) else {
         return false;
     };
@@ -249,10 +246,9 @@ pub async fn reuse(
         .map_err(|error| unreadable(&error, state.body_limit_bytes))?;
     let key = key(&request, &body);
     let book = state.pricing.book.load_full();
-    let gzip = takes_gzip(&request);
     if let Some((answer, ttl)) = cache.fresh(&key, &book, Instant::now()) {
         state.metrics.answer(true);
-        let mut response = answer.response(gzip);
+        let mut response = answer.response(takes_gzip(&request));
         mark(
             response.headers_mut(),
             &format!("trainplan; hit; ttl={ttl}"),
@@ -267,6 +263,7 @@ pub async fn reuse(
         mark(response.headers_mut(), "trainplan; fwd=miss");
         return Ok(response);
     }
+    let gzip = takes_gzip(response.request());
     let (request, response) = response.into_parts();
     let (head, body) = response.into_parts();
     let body = body::to_bytes(body)

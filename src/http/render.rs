@@ -49,6 +49,7 @@ pub fn respond<T: Serialize>(
     Ok(response)
 }
 
+/// The rendering `render` or `Accept` asks for.
 fn rendering<T: Serialize>(
     request: &HttpRequest,
     render: &RenderQuery,
