@@ -292,7 +292,13 @@ fn spot_hours(
     let total = match interval {
         None => hours,
         Some(interval) => {
-            let writes = hours * write_minutes / interval;
+            // Checkpoints that take no time cost nothing however often they are taken
+            // (the Young/Daly optimum is then 0: checkpoint continuously).
+            let writes = if write_minutes > 0.0 {
+                hours * write_minutes / interval
+            } else {
+                0.0
+            };
             let lost_per_interruption = (restart_minutes + interval / 2.0) / 60.0;
             let progress_share = 1.0 - job_rate * lost_per_interruption;
             if progress_share <= 0.0 {
@@ -702,6 +708,22 @@ mod tests {
         // Two instances fail twice as often.
         let (_, two) = spot_hours(10.0, 2, &spot, aws).unwrap();
         assert!((two.young_daly_interval_minutes.unwrap() - interval / 2f64.sqrt()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn free_checkpoints_leave_only_restarts_to_redo() {
+        let spot = SpotInputs {
+            interruptions_per_hour: Some(0.1),
+            checkpoint_write_minutes: Some(0.0),
+            restart_minutes: Some(6.0),
+            ..SpotInputs::default()
+        };
+        let aws = &book().quotes()[0];
+        let (hours, detail) = spot_hours(10.0, 1, &spot, aws).unwrap();
+        assert_eq!(detail.checkpoint_interval_minutes, Some(0.0));
+        // Each interruption costs its 6-minute restart: 10 h / (1 − 0.1 · 0.1 h).
+        assert!((hours - 10.0 / 0.99).abs() < 1e-9, "{hours}");
+        assert!(detail.expected_interruptions.is_finite());
     }
 
     #[test]
