@@ -58,35 +58,55 @@ pub enum ModelInput {
 }
 
 impl<'de> Deserialize<'de> for ModelInput {
+    /// Reads the form from the object's one key and its value through the caller's
+    /// deserializer, so that an error inside an architecture names its field
+    /// (`/model/architecture/layers`), not only `/model`.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let value = Value::deserialize(deserializer)?;
-        match value {
-            Value::String(id) => Ok(ModelInput::Id(id)),
-            Value::Object(mut object) if object.len() == 1 => {
-                let (key, inner) = object
-                    .iter_mut()
-                    .next()
-                    .map(|(k, v)| (k.clone(), v.take()))
-                    .ok_or_else(|| D::Error::custom("empty object"))?;
-                match key.as_str() {
-                    "architecture" => serde_json::from_value(inner)
-                        .map(|architecture| ModelInput::Architecture { architecture })
-                        .map_err(D::Error::custom),
-                    "hf_config" => Ok(ModelInput::HfConfig { hf_config: inner }),
-                    "parameters" => inner
-                        .as_f64()
-                        .map(|parameters| ModelInput::Parameters { parameters })
-                        .ok_or_else(|| D::Error::custom("parameters must be a number")),
-                    other => Err(D::Error::custom(format!(
-                        "unknown model form `{other}`, expected one of `architecture`, `hf_config`, `parameters`"
-                    ))),
-                }
+        use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
+
+        const EXPECTED: &str = "a catalog id string or an object with exactly one of `architecture`, `hf_config`, `parameters`";
+
+        struct Form;
+
+        impl<'de> Visitor<'de> for Form {
+            type Value = ModelInput;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(EXPECTED)
             }
-            _ => Err(D::Error::custom(
-                "model must be a catalog id string or an object with exactly one of `architecture`, `hf_config`, `parameters`",
-            )),
+
+            fn visit_str<E: Error>(self, id: &str) -> Result<ModelInput, E> {
+                Ok(ModelInput::Id(id.to_string()))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ModelInput, A::Error> {
+                let Some(key) = map.next_key::<String>()? else {
+                    return Err(A::Error::custom(format!("model must be {EXPECTED}")));
+                };
+                let model = match key.as_str() {
+                    "architecture" => ModelInput::Architecture {
+                        architecture: map.next_value()?,
+                    },
+                    "hf_config" => ModelInput::HfConfig {
+                        hf_config: map.next_value()?,
+                    },
+                    "parameters" => ModelInput::Parameters {
+                        parameters: map.next_value()?,
+                    },
+                    other => {
+                        return Err(A::Error::custom(format!(
+                            "unknown model form `{other}`, expected one of `architecture`, `hf_config`, `parameters`"
+                        )));
+                    }
+                };
+                if map.next_key::<IgnoredAny>()?.is_some() {
+                    return Err(A::Error::custom(format!("model must be {EXPECTED}")));
+                }
+                Ok(model)
+            }
         }
+
+        deserializer.deserialize_any(Form)
     }
 }
 

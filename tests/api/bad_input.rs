@@ -251,6 +251,14 @@ fn cases() -> Vec<(&'static str, Body, u16, &'static str)> {
             "missing field",
         ),
         (
+            "architecture field of the wrong type",
+            Json(
+                json!({"model": {"architecture": {"layers": "many", "hidden": 64, "heads": 8, "kv_heads": 8, "intermediate": 128, "vocab": 100, "tied_embeddings": true}}}),
+            ),
+            422,
+            "/model/architecture/layers",
+        ),
+        (
             "architecture with bad GQA",
             Json(
                 json!({"model": {"architecture": {"layers": 2, "hidden": 64, "heads": 8, "kv_heads": 3, "intermediate": 128, "vocab": 100, "tied_embeddings": true}}}),
