@@ -4,7 +4,7 @@
 use utoipa::OpenApi;
 
 use crate::http::estimates::{COST_TABLES, MEMORY_TABLES, RECOMMEND_TABLES, TIME_TABLES};
-use crate::http::query;
+use crate::http::query::{self, Kind, Mapping};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -78,17 +78,20 @@ impl utoipa::Modify for AdminToken {
     }
 }
 
+/// The resources with a GET form, and the query keys each takes.
+const QUERY_FORMS: [(&str, &[&[Mapping]]); 4] = [
+    ("/v1/estimates/memory", MEMORY_TABLES),
+    ("/v1/estimates/time", TIME_TABLES),
+    ("/v1/estimates/cost", COST_TABLES),
+    ("/v1/recommendations", RECOMMEND_TABLES),
+];
+
 /// Documents the GET forms' query keys from the same tables the decoder reads.
 struct QueryForms;
 
 impl utoipa::Modify for QueryForms {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        for (path, tables) in [
-            ("/v1/estimates/memory", MEMORY_TABLES),
-            ("/v1/estimates/time", TIME_TABLES),
-            ("/v1/estimates/cost", COST_TABLES),
-            ("/v1/recommendations", RECOMMEND_TABLES),
-        ] {
+        for (path, tables) in QUERY_FORMS {
             if let Some(get) = openapi
                 .paths
                 .paths
@@ -151,6 +154,7 @@ pub fn spec() -> utoipa::openapi::OpenApi {
         return generated;
     };
     merge_extensions(&mut value);
+    type_query_forms(&mut value);
     document_renderings(&mut value);
     serde_json::from_value(value).unwrap_or(generated)
 }
@@ -165,6 +169,107 @@ pub fn json() -> String {
 }
 
 type Object = serde_json::Map<String, serde_json::Value>;
+
+/// Gives each GET-form query key the schema of the request field it fills: its enum, or
+/// its bounds. The POST body's schema is the one source of both.
+fn type_query_forms(spec: &mut serde_json::Value) {
+    let Some(schemas) = spec
+        .pointer("/components/schemas")
+        .and_then(|s| s.as_object())
+        .cloned()
+    else {
+        return;
+    };
+    for (path, tables) in QUERY_FORMS {
+        let path = path.replace('/', "~1");
+        let Some(body) = spec
+            .pointer(&format!(
+                "/paths/{path}/post/requestBody/content/application~1json/schema"
+            ))
+            .cloned()
+        else {
+            continue;
+        };
+        let Some(parameters) = spec
+            .pointer_mut(&format!("/paths/{path}/get/parameters"))
+            .and_then(|p| p.as_array_mut())
+        else {
+            continue;
+        };
+        for parameter in parameters {
+            let Some(&(_, pointer, kind, _)) = tables
+                .iter()
+                .flat_map(|t| t.iter())
+                .find(|(key, ..)| parameter["name"] == *key)
+            else {
+                continue;
+            };
+            if matches!(kind, Kind::List | Kind::Bool) {
+                continue;
+            }
+            let Some(field) = field_schema(&body, pointer, &schemas) else {
+                continue;
+            };
+            if let Some(reference) = field.get("$ref") {
+                if referenced(reference, &schemas).is_some_and(|s| s.get("enum").is_some()) {
+                    parameter["schema"] = serde_json::json!({ "$ref": reference });
+                }
+                continue;
+            }
+            for key in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
+                if let Some(bound) = field.get(key) {
+                    parameter["schema"][key] = bound.clone();
+                }
+            }
+        }
+    }
+}
+
+/// The schema of the value at `pointer` (`/lora/rank`) in a request of schema `root`,
+/// with an optional field's `null` alternative dropped; `None` where the pointer does not
+/// lead to one schema.
+fn field_schema(
+    root: &serde_json::Value,
+    pointer: &str,
+    schemas: &Object,
+) -> Option<serde_json::Value> {
+    let mut schema = root.clone();
+    for token in pointer.trim_start_matches('/').split('/') {
+        schema = child(&schema, token, schemas)?;
+    }
+    let members = schema.get("oneOf").and_then(|m| m.as_array());
+    match members.map(|m| m.iter().filter(|m| m["type"] != "null").collect::<Vec<_>>()) {
+        Some(not_null) if not_null.len() == 1 => Some(not_null[0].clone()),
+        _ => Some(schema),
+    }
+}
+
+/// The schema of `token` (a property, or `0` for an array item) under `schema`, looking
+/// through references and into each `oneOf` alternative.
+fn child(schema: &serde_json::Value, token: &str, schemas: &Object) -> Option<serde_json::Value> {
+    if let Some(target) = schema.get("$ref").and_then(|r| referenced(r, schemas)) {
+        return child(target, token, schemas);
+    }
+    if let Some(found) = schema.pointer(&format!("/properties/{token}")) {
+        return Some(found.clone());
+    }
+    if let Some(items) = schema.get("items").filter(|_| token == "0") {
+        return Some(items.clone());
+    }
+    schema
+        .get("oneOf")
+        .and_then(|m| m.as_array())?
+        .iter()
+        .find_map(|member| child(member, token, schemas))
+}
+
+/// The component schema a `$ref` names.
+fn referenced<'s>(
+    reference: &serde_json::Value,
+    schemas: &'s Object,
+) -> Option<&'s serde_json::Value> {
+    schemas.get(reference.as_str()?.strip_prefix("#/components/schemas/")?)
+}
 
 /// Operations that take `format` answer 200 as CSV and as one bare value too.
 fn document_renderings(spec: &mut serde_json::Value) {

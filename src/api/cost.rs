@@ -31,11 +31,12 @@ pub struct CustomQuoteInput {
     #[schema(example = "a100-80gb")]
     pub gpu: String,
     /// GPUs in one rented instance (required: a job rents whole instances).
-    #[schema(example = 4)]
+    #[schema(example = 4, minimum = 1, maximum = 1024)]
     pub gpus: Option<u64>,
     /// Give this or `price_per_gpu_hour`.
-    #[schema(example = 200.0)]
+    #[schema(example = 200.0, minimum = 0.000001, maximum = 1e7)]
     pub price_per_instance_hour: Option<f64>,
+    #[schema(minimum = 0.000001, maximum = 1e7)]
     pub price_per_gpu_hour: Option<f64>,
     /// Default: the request's `pricing.currency`.
     pub currency: Option<Currency>,
@@ -69,7 +70,7 @@ pub struct PricingInput {
 pub struct CostInputs {
     /// Wall hours of the job, instead of a time estimate: then the plan is only `gpu`
     /// and `parallelism.gpus`.
-    #[schema(example = 50.0)]
+    #[schema(example = 50.0, minimum = 0.001, maximum = 87660)]
     pub hours: Option<f64>,
     pub pricing: Option<PricingInput>,
     pub spot: Option<SpotInputs>,

@@ -52,7 +52,7 @@ pub enum ModelInput {
     },
     Parameters {
         /// Parameter count: model states are exact, activations use a typical shape.
-        #[schema(example = 7.0e9)]
+        #[schema(example = 7.0e9, minimum = 1e6, maximum = 1e13)]
         parameters: f64,
     },
 }
@@ -157,19 +157,34 @@ impl ModelInput {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArchitectureInput {
+    #[schema(minimum = 1, maximum = 1000)]
     pub layers: u64,
+    #[schema(minimum = 1, maximum = 131072)]
     pub hidden: u64,
+    /// At most `hidden`.
+    #[schema(minimum = 1)]
     pub heads: u64,
+    /// Divides `heads` (grouped-query attention).
+    #[schema(minimum = 1)]
     pub kv_heads: u64,
+    #[schema(minimum = 1, maximum = 1048576)]
     pub intermediate: u64,
+    #[schema(minimum = 1, maximum = 10000000)]
     pub vocab: u64,
     pub tied_embeddings: bool,
     /// Defaults to `hidden / heads`.
+    #[schema(minimum = 1, maximum = 1024)]
     pub head_dim: Option<u64>,
+    /// Given together with `experts_per_token`.
+    #[schema(minimum = 2, maximum = 1024)]
     pub experts: Option<u64>,
+    /// At most `experts`.
+    #[schema(minimum = 1)]
     pub experts_per_token: Option<u64>,
     /// MLP width of one expert (defaults to `intermediate`).
+    #[schema(minimum = 1, maximum = 1048576)]
     pub expert_intermediate: Option<u64>,
+    #[schema(maximum = 64)]
     pub shared_experts: Option<u64>,
     /// `gated` (SwiGLU/GeGLU, default) or `plain` (GELU).
     pub mlp: Option<MlpKind>,
@@ -282,11 +297,11 @@ pub enum MethodName {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoraInput {
-    /// Rank r (default 8).
-    #[schema(example = 8)]
+    /// Rank r (default 8), at most the model's hidden size.
+    #[schema(example = 8, minimum = 1, maximum = 131072)]
     pub rank: Option<u64>,
     /// Scaling alpha (default 16); it does not change memory.
-    #[schema(example = 16)]
+    #[schema(example = 16, exclusive_minimum = 0)]
     pub alpha: Option<f64>,
     /// Projections to adapt, or `"all_linear"` (default `["q_proj", "v_proj"]`, PEFT's
     /// default for Llama-family models).
@@ -341,16 +356,20 @@ impl From<ProjectionName> for Projection {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParallelismInput {
-    /// GPUs in the job (default 1).
-    #[schema(example = 4)]
+    /// GPUs in the job (default 1); a multiple of `tensor_parallel × pipeline_parallel`.
+    #[schema(example = 4, minimum = 1, maximum = 4096)]
     pub gpus: Option<u64>,
     /// ZeRO stage 0–3 (FSDP FULL_SHARD = 3, SHARD_GRAD_OP = 2; default 0).
-    #[schema(example = 3)]
+    #[schema(example = 3, maximum = 3)]
     pub zero_stage: Option<u8>,
     pub offload_optimizer: Option<bool>,
     /// Needs ZeRO stage 3.
     pub offload_parameters: Option<bool>,
+    /// Default 1; at most the model's attention heads, and at most 64.
+    #[schema(minimum = 1, maximum = 64)]
     pub tensor_parallel: Option<u64>,
+    /// Default 1; at most the model's layers.
+    #[schema(minimum = 1, maximum = 1000)]
     pub pipeline_parallel: Option<u64>,
 }
 
@@ -365,21 +384,26 @@ pub struct MemoryRequest {
     pub method: Option<MethodName>,
     pub lora: Option<LoraInput>,
     /// Prefix/prompt tuning: virtual tokens (default 20).
+    #[schema(minimum = 1, maximum = 10000)]
     pub virtual_tokens: Option<u64>,
-    /// Adapters: bottleneck width (default 64).
+    /// Adapters: bottleneck width (default 64), at most the model's hidden size.
+    #[schema(minimum = 1, maximum = 131072)]
     pub adapter_bottleneck: Option<u64>,
-    /// Freeze: how many top blocks are trained (default 2).
+    /// Freeze: how many top blocks are trained (default 2), at most the model's layers.
+    #[schema(minimum = 1, maximum = 1000)]
     pub trainable_layers: Option<u64>,
     pub precision: Option<Precision>,
     pub optimizer: Option<Optimizer>,
     /// Per GPU (default 1).
-    #[schema(example = 1)]
+    #[schema(example = 1, minimum = 1, maximum = 65536)]
     pub micro_batch_size: Option<u64>,
     /// Tokens per sample (default 2048).
-    #[schema(example = 2048)]
+    #[schema(example = 2048, minimum = 1, maximum = 10000000)]
     pub sequence_length: Option<u64>,
     /// Longest sample in the data, when batches are padded to their longest sample rather
-    /// than full (default: every batch full at `sequence_length`).
+    /// than full (default: every batch full at `sequence_length`); at most
+    /// `sequence_length`.
+    #[schema(minimum = 1, maximum = 10000000)]
     pub max_sample_tokens: Option<u64>,
     pub gradient_checkpointing: Option<bool>,
     pub attention: Option<Attention>,

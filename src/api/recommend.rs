@@ -14,13 +14,13 @@ use crate::validation::Problems;
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetInput {
-    #[schema(example = 200000)]
+    #[schema(example = 200000, minimum = 1, maximum = 1e12)]
     pub samples: f64,
     /// Default 512.
-    #[schema(example = 512)]
+    #[schema(example = 512, minimum = 1, maximum = 1000000)]
     pub tokens_per_sample: Option<u64>,
     /// Default 3.
-    #[schema(example = 3)]
+    #[schema(example = 3, minimum = 0.001, maximum = 1000)]
     pub epochs: Option<f64>,
 }
 
@@ -28,7 +28,7 @@ pub struct DatasetInput {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetInput {
-    #[schema(example = 20000)]
+    #[schema(example = 20000, minimum = 0, maximum = 1e12)]
     pub amount: f64,
     /// Default USD.
     pub currency: Option<Currency>,
@@ -45,16 +45,21 @@ pub struct RecommendationRequest {
     /// `max`, `balanced` (default) or `budget`.
     pub quality: Option<Quality>,
     /// Wall hours one run may take.
+    #[schema(minimum = 0.001, maximum = 1e6)]
     pub deadline_hours: Option<f64>,
     pub budget: Option<BudgetInput>,
     /// How long the project lasts (default 1).
+    #[schema(minimum = 0.01, maximum = 240)]
     pub project_months: Option<f64>,
     /// Training runs over the project (default 1).
+    #[schema(minimum = 1, maximum = 1e5)]
     pub expected_runs: Option<f64>,
     /// Whether the team can run its own servers (default false).
     pub can_operate_hardware: Option<bool>,
     /// A self-build's hardware price per GPU, in the budget's currency.
+    #[schema(minimum = 0, maximum = 1e10)]
     pub hardware_cost_per_gpu: Option<f64>,
+    #[schema(minimum = 0, maximum = 1e10)]
     pub ops_cost_per_month: Option<f64>,
     /// Providers to consider (default: every one in the price book).
     pub providers: Option<Vec<String>>,

@@ -19,16 +19,16 @@ const MAX_TOKENS: f64 = 1e16;
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadInput {
-    /// Tokens over the whole run (all epochs).
-    #[schema(example = 2.0e9)]
+    /// Tokens over the whole run (all epochs); give this or `samples`.
+    #[schema(example = 2.0e9, minimum = 1, maximum = 1e16)]
     pub tokens: Option<f64>,
-    #[schema(example = 100000)]
+    #[schema(example = 100000, minimum = 1, maximum = 1e13)]
     pub samples: Option<f64>,
-    /// Default: `sequence_length` (every sample full).
-    #[schema(example = 512)]
+    /// Default: `sequence_length` (every sample full); at most `sequence_length`.
+    #[schema(example = 512, minimum = 1, maximum = 10000000)]
     pub tokens_per_sample: Option<u64>,
     /// Default 1.
-    #[schema(example = 3)]
+    #[schema(example = 3, minimum = 0.001, maximum = 10000)]
     pub epochs: Option<f64>,
 }
 
@@ -39,13 +39,15 @@ pub struct TimeInputs {
     /// Required for a time estimate.
     pub workload: Option<WorkloadInput>,
     /// Measured end-to-end model FLOPs utilisation (0–1); replaces the built-in table.
-    #[schema(example = 0.45)]
+    #[schema(example = 0.45, minimum = 0.001, maximum = 1)]
     pub mfu: Option<f64>,
-    /// Servers the GPUs are spread over (default: as few as the GPU's node size allows).
-    #[schema(example = 1)]
+    /// Servers the GPUs are spread over (default: as few as the GPU's node size allows);
+    /// divides `parallelism.gpus`.
+    #[schema(example = 1, minimum = 1, maximum = 4096)]
     pub nodes: Option<u64>,
     /// Micro-batches per optimizer step on each data-parallel rank (default 1; with
     /// pipeline parallel, 4 per stage).
+    #[schema(minimum = 1, maximum = 65536)]
     pub gradient_accumulation_steps: Option<u64>,
 }
 

@@ -81,13 +81,16 @@ const HOURS_PER_MONTH: f64 = 730.5;
 #[serde(deny_unknown_fields)]
 pub struct SpotInputs {
     /// Default: the Young/Daly optimum.
+    #[schema(minimum = 1, maximum = 10080)]
     pub checkpoint_interval_minutes: Option<f64>,
     /// Default 2.
+    #[schema(minimum = 0, maximum = 1440)]
     pub checkpoint_write_minutes: Option<f64>,
     /// Default 10.
+    #[schema(minimum = 0, maximum = 1440)]
     pub restart_minutes: Option<f64>,
     /// Per instance (default: a per-provider planning value, stated in each option).
-    #[schema(example = 0.0)]
+    #[schema(example = 0.0, minimum = 0, maximum = 10)]
     pub interruptions_per_hour: Option<f64>,
 }
 
@@ -96,17 +99,22 @@ pub struct SpotInputs {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelfBuildInputs {
-    #[schema(example = 320000.0)]
+    #[schema(example = 320000.0, minimum = 0, maximum = 1e12)]
     pub hardware_cost: f64,
     /// Default: 1.8 × the GPUs' TDP (a DGX H100 draws 10.2 kW for 8 × 700 W).
+    #[schema(minimum = 0, maximum = 10000)]
     pub power_kw: Option<f64>,
     /// Default 0.13 USD/kWh, converted.
+    #[schema(minimum = 0, maximum = 1000)]
     pub electricity_price_per_kwh: Option<f64>,
     /// Default 1.56.
+    #[schema(minimum = 1, maximum = 3)]
     pub pue: Option<f64>,
     /// Default 36.
+    #[schema(minimum = 1, maximum = 240)]
     pub lifetime_months: Option<f64>,
     /// Default 0.
+    #[schema(minimum = 0, maximum = 1e10)]
     pub ops_cost_per_month: Option<f64>,
 }
 

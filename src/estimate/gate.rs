@@ -15,18 +15,18 @@ pub const MARKER: &str = "<!-- trainplan-budget-gate -->";
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// Most the cheapest option may cost, in `currency`.
-    #[schema(example = 2000.0)]
+    #[schema(example = 2000.0, minimum = 0, maximum = 1e12)]
     pub max_cost: Option<f64>,
     /// Default: the plan's pricing currency, else USD.
     pub currency: Option<Currency>,
     /// Most wall hours the job may take.
-    #[schema(example = 48.0)]
+    #[schema(example = 48.0, minimum = 0.001, maximum = 1e6)]
     pub max_hours: Option<f64>,
     /// Oldest price reading accepted for the option judged.
-    #[schema(example = 720.0)]
+    #[schema(example = 720.0, minimum = 0, maximum = 1e6)]
     pub max_price_age_hours: Option<f64>,
     /// Least free share of GPU memory (0–1) the plan must leave.
-    #[schema(example = 0.1)]
+    #[schema(example = 0.1, minimum = 0, maximum = 0.99)]
     pub min_headroom_fraction: Option<f64>,
 }
 

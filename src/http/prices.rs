@@ -30,6 +30,7 @@ pub struct PriceQuery {
     #[param(example = "on_demand")]
     pub price_type: Option<String>,
     /// Only rows read at most this many hours ago.
+    #[param(minimum = 0, maximum = 1e6)]
     pub max_age_hours: Option<f64>,
     /// Also give each price in this currency (`USD` or `CNY`).
     pub currency: Option<Currency>,

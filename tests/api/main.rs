@@ -3,6 +3,7 @@
 mod accuracy;
 mod answers;
 mod bad_input;
+mod bounds;
 mod cli;
 mod costs;
 mod estimates;

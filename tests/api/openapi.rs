@@ -92,3 +92,55 @@ async fn every_documented_operation_is_routed() {
         }
     }
 }
+
+/// A GET form's query key is typed like the request field it fills: an enum field's key
+/// names the enum, a bounded field's key carries the bounds.
+#[test]
+fn query_keys_take_their_fields_enums_and_bounds() {
+    let spec: serde_json::Value = serde_json::from_str(COMMITTED).unwrap();
+    let key = |path: &str, name: &str| {
+        spec["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("GET {path}: no query key {name}"))["schema"]
+            .clone()
+    };
+    let body = |schema: &str, property: &str| {
+        spec["components"]["schemas"][schema]["properties"][property].clone()
+    };
+    for path in ["/v1/estimates/memory", "/v1/estimates/time"] {
+        assert_eq!(
+            key(path, "precision"),
+            serde_json::json!({"$ref": "#/components/schemas/Precision"})
+        );
+        let gpus = key(path, "gpus");
+        assert_eq!(gpus["type"], "integer");
+        assert_eq!(gpus["minimum"], body("ParallelismInput", "gpus")["minimum"]);
+        assert_eq!(gpus["maximum"], body("ParallelismInput", "gpus")["maximum"]);
+    }
+    let mfu = key("/v1/estimates/time", "mfu");
+    assert_eq!(
+        (&mfu["minimum"], &mfu["maximum"]),
+        (
+            &body("TimeInputs", "mfu")["minimum"],
+            &body("TimeInputs", "mfu")["maximum"]
+        )
+    );
+    assert!(mfu["maximum"].is_number());
+    // Through the model's alternatives, and into a custom quote (an array item).
+    assert_eq!(key("/v1/estimates/memory", "parameters")["minimum"], 1e6);
+    let quote_gpus = key("/v1/estimates/cost", "quote_gpus");
+    assert_eq!(
+        quote_gpus["maximum"],
+        body("CustomQuoteInput", "gpus")["maximum"]
+    );
+    assert!(quote_gpus["maximum"].is_number());
+    // A catalog id stays a free string; so does a comma-separated list.
+    assert_eq!(key("/v1/estimates/memory", "model")["type"], "string");
+    assert_eq!(
+        key("/v1/estimates/memory", "lora_targets")["type"],
+        "string"
+    );
+}

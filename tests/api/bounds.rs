@@ -1,0 +1,443 @@
+//! Every bound the OpenAPI document states for a request field is the bound the
+//! validator enforces: a value on the bound is accepted and one past it is refused with
+//! a problem naming the field. Client generators and the contract fuzzer read these
+//! bounds, so a bound that drifts from the validator misleads both.
+
+use serde_json::{Value, json};
+
+use crate::support::post_json;
+
+const MEMORY: &str = "/v1/estimates/memory";
+const TIME: &str = "/v1/estimates/time";
+const COST: &str = "/v1/estimates/cost";
+const RECOMMEND: &str = "/v1/recommendations";
+const GATE: &str = "/v1/gates/budget";
+
+/// Request schemas whose bounded properties must all be probed below.
+const REQUEST_SCHEMAS: [&str; 15] = [
+    "ModelInput",
+    "ArchitectureInput",
+    "LoraInput",
+    "ParallelismInput",
+    "MemoryRequest",
+    "WorkloadInput",
+    "TimeInputs",
+    "CostInputs",
+    "CustomQuoteInput",
+    "SpotInputs",
+    "SelfBuildInputs",
+    "DatasetInput",
+    "BudgetInput",
+    "RecommendationRequest",
+    "Limits",
+];
+
+/// One bounded field: its schema and property, the operation, a request on which every
+/// other field is valid, and where the field goes in it. `probe_maximum` is false where
+/// the schema's maximum is a ceiling the model lowers (a LoRA rank at most the model's
+/// hidden size): there only a value past the stated maximum is probed.
+struct Case {
+    schema: &'static str,
+    property: &'static str,
+    path: &'static str,
+    base: Value,
+    pointer: String,
+    probe_maximum: bool,
+}
+
+fn case(
+    schema: &'static str,
+    property: &'static str,
+    path: &'static str,
+    base: Value,
+    pointer: &str,
+) -> Case {
+    Case {
+        schema,
+        property,
+        path,
+        base,
+        pointer: pointer.to_string(),
+        probe_maximum: true,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let memory = || json!({"model": "llama-2-7b", "gpu": "a100-80gb"});
+    let with = |base: Value, extra: Value| {
+        let mut base = base;
+        if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
+            b.extend(e);
+        }
+        base
+    };
+    let dense = json!({"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
+        "intermediate": 11008, "vocab": 32000, "tied_embeddings": false});
+    let moe = with(dense.clone(), json!({"experts": 8, "experts_per_token": 2}));
+    let architecture = |arch: &Value| json!({"model": {"architecture": arch}, "gpu": "a100-80gb"});
+    let mut cases = vec![case(
+        "ModelInput",
+        "parameters",
+        MEMORY,
+        json!({"model": {"parameters": 7e9}, "gpu": "a100-80gb"}),
+        "/model/parameters",
+    )];
+    for property in [
+        "layers",
+        "hidden",
+        "heads",
+        "kv_heads",
+        "intermediate",
+        "vocab",
+        "head_dim",
+    ] {
+        cases.push(Case {
+            pointer: format!("/model/architecture/{property}"),
+            ..case(
+                "ArchitectureInput",
+                property,
+                MEMORY,
+                architecture(&dense),
+                "",
+            )
+        });
+    }
+    for property in [
+        "experts",
+        "experts_per_token",
+        "expert_intermediate",
+        "shared_experts",
+    ] {
+        cases.push(Case {
+            pointer: format!("/model/architecture/{property}"),
+            ..case(
+                "ArchitectureInput",
+                property,
+                MEMORY,
+                architecture(&moe),
+                "",
+            )
+        });
+    }
+    let lora = with(memory(), json!({"method": "lora", "lora": {}}));
+    cases.push(Case {
+        probe_maximum: false,
+        ..case("LoraInput", "rank", MEMORY, lora.clone(), "/lora/rank")
+    });
+    cases.push(case("LoraInput", "alpha", MEMORY, lora, "/lora/alpha"));
+    let seventy_b = json!({"model": "llama-2-70b", "gpu": "a100-80gb"});
+    for (property, probe_maximum) in [
+        ("gpus", true),
+        ("zero_stage", true),
+        ("tensor_parallel", true),
+        ("pipeline_parallel", false),
+    ] {
+        cases.push(Case {
+            pointer: format!("/parallelism/{property}"),
+            probe_maximum,
+            ..case("ParallelismInput", property, MEMORY, seventy_b.clone(), "")
+        });
+    }
+    for (property, extra, probe_maximum) in [
+        ("virtual_tokens", json!({"method": "prefix_tuning"}), true),
+        ("adapter_bottleneck", json!({"method": "adapter"}), false),
+        ("trainable_layers", json!({"method": "freeze"}), false),
+        ("micro_batch_size", json!({}), true),
+        ("sequence_length", json!({}), true),
+        (
+            "max_sample_tokens",
+            json!({"sequence_length": 10_000_000}),
+            true,
+        ),
+    ] {
+        cases.push(Case {
+            pointer: format!("/{property}"),
+            probe_maximum,
+            ..case("MemoryRequest", property, MEMORY, with(memory(), extra), "")
+        });
+    }
+
+    let time = |workload: Value| with(memory(), json!({"workload": workload}));
+    let by_samples = time(json!({"samples": 1000, "tokens_per_sample": 512}));
+    cases.push(case(
+        "WorkloadInput",
+        "tokens",
+        TIME,
+        time(json!({"tokens": 1e9})),
+        "/workload/tokens",
+    ));
+    for property in ["samples", "epochs"] {
+        cases.push(Case {
+            pointer: format!("/workload/{property}"),
+            ..case("WorkloadInput", property, TIME, by_samples.clone(), "")
+        });
+    }
+    cases.push(case(
+        "WorkloadInput",
+        "tokens_per_sample",
+        TIME,
+        with(
+            time(json!({"samples": 1})),
+            json!({"sequence_length": 10_000_000}),
+        ),
+        "/workload/tokens_per_sample",
+    ));
+    let fleet = with(
+        time(json!({"tokens": 1e9})),
+        json!({"parallelism": {"gpus": 4096}}),
+    );
+    for property in ["mfu", "nodes", "gradient_accumulation_steps"] {
+        cases.push(Case {
+            pointer: format!("/{property}"),
+            ..case("TimeInputs", property, TIME, fleet.clone(), "")
+        });
+    }
+
+    let hours = || json!({"hours": 10, "gpu": "a100-80gb"});
+    cases.push(case("CostInputs", "hours", COST, hours(), "/hours"));
+    let quote = |price: Value| {
+        let mut quote = json!({"gpu": "a100-80gb", "gpus": 8});
+        if let (Value::Object(q), Value::Object(p)) = (&mut quote, price) {
+            q.extend(p);
+        }
+        with(hours(), json!({"pricing": {"custom_quotes": [quote]}}))
+    };
+    for (property, price) in [
+        ("gpus", json!({"price_per_gpu_hour": 2.0})),
+        ("price_per_gpu_hour", json!({"price_per_gpu_hour": 2.0})),
+        (
+            "price_per_instance_hour",
+            json!({"price_per_instance_hour": 16.0}),
+        ),
+    ] {
+        cases.push(Case {
+            pointer: format!("/pricing/custom_quotes/0/{property}"),
+            ..case("CustomQuoteInput", property, COST, quote(price), "")
+        });
+    }
+    for property in [
+        "checkpoint_interval_minutes",
+        "checkpoint_write_minutes",
+        "restart_minutes",
+        "interruptions_per_hour",
+    ] {
+        cases.push(Case {
+            pointer: format!("/spot/{property}"),
+            ..case(
+                "SpotInputs",
+                property,
+                COST,
+                with(hours(), json!({"spot": {}})),
+                "",
+            )
+        });
+    }
+    for property in [
+        "hardware_cost",
+        "power_kw",
+        "electricity_price_per_kwh",
+        "pue",
+        "lifetime_months",
+        "ops_cost_per_month",
+    ] {
+        cases.push(Case {
+            pointer: format!("/self_build/{property}"),
+            ..case(
+                "SelfBuildInputs",
+                property,
+                COST,
+                with(hours(), json!({"self_build": {"hardware_cost": 300000}})),
+                "",
+            )
+        });
+    }
+
+    let recommend = || json!({"model": "llama-2-7b", "dataset": {"samples": 1000}});
+    for property in ["samples", "tokens_per_sample", "epochs"] {
+        cases.push(Case {
+            pointer: format!("/dataset/{property}"),
+            ..case("DatasetInput", property, RECOMMEND, recommend(), "")
+        });
+    }
+    cases.push(case(
+        "BudgetInput",
+        "amount",
+        RECOMMEND,
+        with(recommend(), json!({"budget": {"amount": 1000}})),
+        "/budget/amount",
+    ));
+    for property in [
+        "deadline_hours",
+        "project_months",
+        "expected_runs",
+        "hardware_cost_per_gpu",
+        "ops_cost_per_month",
+    ] {
+        cases.push(Case {
+            pointer: format!("/{property}"),
+            ..case(
+                "RecommendationRequest",
+                property,
+                RECOMMEND,
+                recommend(),
+                "",
+            )
+        });
+    }
+
+    for property in [
+        "max_cost",
+        "max_hours",
+        "max_price_age_hours",
+        "min_headroom_fraction",
+    ] {
+        cases.push(Case {
+            pointer: format!("/limits/{property}"),
+            ..case(
+                "Limits",
+                property,
+                GATE,
+                json!({"plan": hours(), "limits": {}}),
+                "",
+            )
+        });
+    }
+    cases
+}
+
+/// A property's schema in a component, looking into `oneOf` alternatives (the model's
+/// forms) and through an optional field's `null`.
+fn property<'s>(spec: &'s Value, schema: &str, property: &str) -> Option<&'s Value> {
+    let component = &spec["components"]["schemas"][schema];
+    let mut objects = vec![component];
+    objects.extend(component["oneOf"].as_array().into_iter().flatten());
+    objects
+        .into_iter()
+        .find_map(|object| object["properties"].get(property))
+}
+
+/// The request with `value` at `pointer`, objects on the way created (array items must
+/// be in the base).
+fn set(base: &Value, pointer: &str, value: Value) -> Value {
+    let mut request = base.clone();
+    let mut node = &mut request;
+    for token in pointer.trim_start_matches('/').split('/') {
+        node = match node {
+            Value::Array(items) => &mut items[token.parse::<usize>().unwrap()],
+            Value::Object(map) => map.entry(token).or_insert_with(|| json!({})),
+            other => panic!("{pointer}: {other} is not a container"),
+        };
+    }
+    *node = value;
+    request
+}
+
+/// Whether the answer refuses the value at `pointer`: 422 with that field named.
+async fn refused(path: &str, request: &Value, pointer: &str) -> bool {
+    let reply = post_json(path, request).await;
+    assert!(
+        reply.status < 500,
+        "{path} {request}: server error {}",
+        reply.status
+    );
+    let body = reply.json();
+    reply.status == 422
+        && body["errors"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| e["pointer"] == pointer)
+}
+
+/// A number just inside or outside a bound: integers step by one, other numbers by half
+/// the bound's size (or by one from zero).
+fn step(bound: f64, integer: bool, outward: f64) -> f64 {
+    if integer || bound == 0.0 {
+        bound + outward
+    } else {
+        bound * (1.0 + outward / 2.0)
+    }
+}
+
+fn number(value: f64, integer: bool) -> Value {
+    if integer {
+        json!(value as i64)
+    } else {
+        json!(value)
+    }
+}
+
+#[actix_web::test]
+async fn every_stated_bound_is_the_enforced_one() {
+    let spec: Value = serde_json::from_str(&trainplan::openapi::json()).unwrap();
+    let cases = cases();
+
+    // Every bounded property of the request schemas has a case.
+    for schema in REQUEST_SCHEMAS {
+        let component = &spec["components"]["schemas"][schema];
+        assert!(component.is_object(), "no component schema {schema}");
+        let mut objects = vec![component];
+        objects.extend(component["oneOf"].as_array().into_iter().flatten());
+        for (name, field) in objects
+            .iter()
+            .filter_map(|o| o["properties"].as_object())
+            .flatten()
+        {
+            let bounded = ["minimum", "maximum", "exclusiveMinimum"]
+                .iter()
+                .any(|k| field.get(*k).is_some());
+            assert!(
+                !bounded
+                    || cases
+                        .iter()
+                        .any(|c| c.schema == schema && c.property == name),
+                "{schema}.{name} states a bound that no case probes"
+            );
+        }
+    }
+
+    for c in &cases {
+        let field = property(&spec, c.schema, c.property)
+            .unwrap_or_else(|| panic!("{}.{}: no such property", c.schema, c.property));
+        let integer = field["type"]
+            .as_array()
+            .map_or(field["type"] == "integer", |t| {
+                t.contains(&json!("integer"))
+            });
+        let label = format!("{}.{} at {}", c.schema, c.property, c.pointer);
+        assert!(
+            !refused(c.path, &c.base, &c.pointer).await,
+            "{label}: the base request is refused"
+        );
+        // (value, whether it must be refused)
+        let mut probes = Vec::new();
+        if let Some(low) = field["minimum"].as_f64() {
+            probes.push((low, false));
+            probes.push((step(low, integer, -1.0), true));
+        }
+        if let Some(low) = field["exclusiveMinimum"].as_f64() {
+            probes.push((low, true));
+            probes.push((step(low, integer, 1.0), false));
+        }
+        if let Some(high) = field["maximum"].as_f64() {
+            if c.probe_maximum {
+                probes.push((high, false));
+            }
+            probes.push((step(high, integer, 1.0), true));
+        }
+        assert!(!probes.is_empty(), "{label}: the spec states no bound");
+        for (value, refuse) in probes {
+            let request = set(&c.base, &c.pointer, number(value, integer));
+            assert_eq!(
+                refused(c.path, &request, &c.pointer).await,
+                refuse,
+                "{label} = {value}: expected {}",
+                if refuse {
+                    "a 422 naming it"
+                } else {
+                    "no error on it"
+                }
+            );
+        }
+    }
+}
