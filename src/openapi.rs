@@ -170,14 +170,14 @@ pub fn json() -> String {
 
 type Object = serde_json::Map<String, serde_json::Value>;
 
+fn component_schemas(spec: &serde_json::Value) -> Option<Object> {
+    spec.pointer("/components/schemas")?.as_object().cloned()
+}
+
 /// Gives each GET-form query key the schema of the request field it fills: its enum, or
 /// its bounds. The POST body's schema is the one source of both.
 fn type_query_forms(spec: &mut serde_json::Value) {
-    let Some(schemas) = spec
-        .pointer("/components/schemas")
-        .and_then(|s| s.as_object())
-        .cloned()
-    else {
+    let Some(schemas) = component_schemas(spec) else {
         return;
     };
     for (path, tables) in QUERY_FORMS {
@@ -302,11 +302,7 @@ fn document_renderings(spec: &mut serde_json::Value) {
 /// Replaces each component schema built with `allOf` by the objects it allows: one
 /// merged object, or a `oneOf` of them where a member is itself a `oneOf`.
 fn merge_extensions(spec: &mut serde_json::Value) {
-    let Some(schemas) = spec
-        .pointer("/components/schemas")
-        .and_then(|s| s.as_object())
-        .cloned()
-    else {
+    let Some(schemas) = component_schemas(spec) else {
         return;
     };
     for (name, schema) in &schemas {

@@ -32,277 +32,272 @@ const REQUEST_SCHEMAS: [&str; 15] = [
     "Limits",
 ];
 
+/// Maximums the model lowers (a LoRA rank is at most the model's hidden size): for these
+/// only a value past the stated maximum is probed.
+const CEILINGS: [(&str, &str); 4] = [
+    ("LoraInput", "rank"),
+    ("ParallelismInput", "pipeline_parallel"),
+    ("MemoryRequest", "adapter_bottleneck"),
+    ("MemoryRequest", "trainable_layers"),
+];
+
 /// One bounded field: its schema and property, the operation, a request on which every
-/// other field is valid, and where the field goes in it. `probe_maximum` is false where
-/// the schema's maximum is a ceiling the model lowers (a LoRA rank at most the model's
-/// hidden size): there only a value past the stated maximum is probed.
+/// other field is valid, and where the field goes in it.
 struct Case {
     schema: &'static str,
     property: &'static str,
     path: &'static str,
     base: Value,
     pointer: String,
-    probe_maximum: bool,
 }
 
-fn case(
+/// A case per property, each at `{prefix}/{property}` in the same base request.
+fn each(
     schema: &'static str,
-    property: &'static str,
     path: &'static str,
-    base: Value,
-    pointer: &str,
-) -> Case {
-    Case {
-        schema,
-        property,
-        path,
-        base,
-        pointer: pointer.to_string(),
-        probe_maximum: true,
+    base: &Value,
+    prefix: &str,
+    properties: &[&'static str],
+) -> Vec<Case> {
+    properties
+        .iter()
+        .map(|&property| Case {
+            schema,
+            property,
+            path,
+            base: base.clone(),
+            pointer: format!("{prefix}/{property}"),
+        })
+        .collect()
+}
+
+/// `base` with the fields of `extra` added.
+fn with(base: Value, extra: Value) -> Value {
+    let mut base = base;
+    if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
+        b.extend(e);
     }
+    base
 }
 
 fn cases() -> Vec<Case> {
-    let memory = || json!({"model": "llama-2-7b", "gpu": "a100-80gb"});
-    let with = |base: Value, extra: Value| {
-        let mut base = base;
-        if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
-            b.extend(e);
-        }
-        base
-    };
+    let memory = json!({"model": "llama-2-7b", "gpu": "a100-80gb"});
     let dense = json!({"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
         "intermediate": 11008, "vocab": 32000, "tied_embeddings": false});
     let moe = with(dense.clone(), json!({"experts": 8, "experts_per_token": 2}));
-    let architecture = |arch: &Value| json!({"model": {"architecture": arch}, "gpu": "a100-80gb"});
-    let mut cases = vec![case(
-        "ModelInput",
-        "parameters",
-        MEMORY,
-        json!({"model": {"parameters": 7e9}, "gpu": "a100-80gb"}),
-        "/model/parameters",
-    )];
-    for property in [
-        "layers",
-        "hidden",
-        "heads",
-        "kv_heads",
-        "intermediate",
-        "vocab",
-        "head_dim",
-    ] {
-        cases.push(Case {
-            pointer: format!("/model/architecture/{property}"),
-            ..case(
-                "ArchitectureInput",
-                property,
-                MEMORY,
-                architecture(&dense),
-                "",
-            )
-        });
-    }
-    for property in [
-        "experts",
-        "experts_per_token",
-        "expert_intermediate",
-        "shared_experts",
-    ] {
-        cases.push(Case {
-            pointer: format!("/model/architecture/{property}"),
-            ..case(
-                "ArchitectureInput",
-                property,
-                MEMORY,
-                architecture(&moe),
-                "",
-            )
-        });
-    }
-    let lora = with(memory(), json!({"method": "lora", "lora": {}}));
-    cases.push(Case {
-        probe_maximum: false,
-        ..case("LoraInput", "rank", MEMORY, lora.clone(), "/lora/rank")
-    });
-    cases.push(case("LoraInput", "alpha", MEMORY, lora, "/lora/alpha"));
-    let seventy_b = json!({"model": "llama-2-70b", "gpu": "a100-80gb"});
-    for (property, probe_maximum) in [
-        ("gpus", true),
-        ("zero_stage", true),
-        ("tensor_parallel", true),
-        ("pipeline_parallel", false),
-    ] {
-        cases.push(Case {
-            pointer: format!("/parallelism/{property}"),
-            probe_maximum,
-            ..case("ParallelismInput", property, MEMORY, seventy_b.clone(), "")
-        });
-    }
-    for (property, extra, probe_maximum) in [
-        ("virtual_tokens", json!({"method": "prefix_tuning"}), true),
-        ("adapter_bottleneck", json!({"method": "adapter"}), false),
-        ("trainable_layers", json!({"method": "freeze"}), false),
-        ("micro_batch_size", json!({}), true),
-        ("sequence_length", json!({}), true),
-        (
-            "max_sample_tokens",
-            json!({"sequence_length": 10_000_000}),
-            true,
-        ),
-    ] {
-        cases.push(Case {
-            pointer: format!("/{property}"),
-            probe_maximum,
-            ..case("MemoryRequest", property, MEMORY, with(memory(), extra), "")
-        });
-    }
-
-    let time = |workload: Value| with(memory(), json!({"workload": workload}));
-    let by_samples = time(json!({"samples": 1000, "tokens_per_sample": 512}));
-    cases.push(case(
-        "WorkloadInput",
-        "tokens",
-        TIME,
-        time(json!({"tokens": 1e9})),
-        "/workload/tokens",
-    ));
-    for property in ["samples", "epochs"] {
-        cases.push(Case {
-            pointer: format!("/workload/{property}"),
-            ..case("WorkloadInput", property, TIME, by_samples.clone(), "")
-        });
-    }
-    cases.push(case(
-        "WorkloadInput",
-        "tokens_per_sample",
-        TIME,
-        with(
-            time(json!({"samples": 1})),
-            json!({"sequence_length": 10_000_000}),
-        ),
-        "/workload/tokens_per_sample",
-    ));
-    let fleet = with(
-        time(json!({"tokens": 1e9})),
-        json!({"parallelism": {"gpus": 4096}}),
-    );
-    for property in ["mfu", "nodes", "gradient_accumulation_steps"] {
-        cases.push(Case {
-            pointer: format!("/{property}"),
-            ..case("TimeInputs", property, TIME, fleet.clone(), "")
-        });
-    }
-
-    let hours = || json!({"hours": 10, "gpu": "a100-80gb"});
-    cases.push(case("CostInputs", "hours", COST, hours(), "/hours"));
+    let architecture = |arch: Value| json!({"model": {"architecture": arch}, "gpu": "a100-80gb"});
+    let on_memory = |extra: Value| with(memory.clone(), extra);
+    let time = |workload: Value| on_memory(json!({"workload": workload}));
+    let hours = json!({"hours": 10, "gpu": "a100-80gb"});
+    let on_hours = |extra: Value| with(hours.clone(), extra);
     let quote = |price: Value| {
-        let mut quote = json!({"gpu": "a100-80gb", "gpus": 8});
-        if let (Value::Object(q), Value::Object(p)) = (&mut quote, price) {
-            q.extend(p);
-        }
-        with(hours(), json!({"pricing": {"custom_quotes": [quote]}}))
+        let quote = with(json!({"gpu": "a100-80gb", "gpus": 8}), price);
+        on_hours(json!({"pricing": {"custom_quotes": [quote]}}))
     };
-    for (property, price) in [
-        ("gpus", json!({"price_per_gpu_hour": 2.0})),
-        ("price_per_gpu_hour", json!({"price_per_gpu_hour": 2.0})),
-        (
-            "price_per_instance_hour",
-            json!({"price_per_instance_hour": 16.0}),
+    let recommend = json!({"model": "llama-2-7b", "dataset": {"samples": 1000}});
+    let long = json!({"sequence_length": 10_000_000});
+
+    [
+        each(
+            "ModelInput",
+            MEMORY,
+            &json!({"model": {"parameters": 7e9}}),
+            "/model",
+            &["parameters"],
         ),
-    ] {
-        cases.push(Case {
-            pointer: format!("/pricing/custom_quotes/0/{property}"),
-            ..case("CustomQuoteInput", property, COST, quote(price), "")
-        });
-    }
-    for property in [
-        "checkpoint_interval_minutes",
-        "checkpoint_write_minutes",
-        "restart_minutes",
-        "interruptions_per_hour",
-    ] {
-        cases.push(Case {
-            pointer: format!("/spot/{property}"),
-            ..case(
-                "SpotInputs",
-                property,
-                COST,
-                with(hours(), json!({"spot": {}})),
-                "",
-            )
-        });
-    }
-    for property in [
-        "hardware_cost",
-        "power_kw",
-        "electricity_price_per_kwh",
-        "pue",
-        "lifetime_months",
-        "ops_cost_per_month",
-    ] {
-        cases.push(Case {
-            pointer: format!("/self_build/{property}"),
-            ..case(
-                "SelfBuildInputs",
-                property,
-                COST,
-                with(hours(), json!({"self_build": {"hardware_cost": 300000}})),
-                "",
-            )
-        });
-    }
-
-    let recommend = || json!({"model": "llama-2-7b", "dataset": {"samples": 1000}});
-    for property in ["samples", "tokens_per_sample", "epochs"] {
-        cases.push(Case {
-            pointer: format!("/dataset/{property}"),
-            ..case("DatasetInput", property, RECOMMEND, recommend(), "")
-        });
-    }
-    cases.push(case(
-        "BudgetInput",
-        "amount",
-        RECOMMEND,
-        with(recommend(), json!({"budget": {"amount": 1000}})),
-        "/budget/amount",
-    ));
-    for property in [
-        "deadline_hours",
-        "project_months",
-        "expected_runs",
-        "hardware_cost_per_gpu",
-        "ops_cost_per_month",
-    ] {
-        cases.push(Case {
-            pointer: format!("/{property}"),
-            ..case(
-                "RecommendationRequest",
-                property,
-                RECOMMEND,
-                recommend(),
-                "",
-            )
-        });
-    }
-
-    for property in [
-        "max_cost",
-        "max_hours",
-        "max_price_age_hours",
-        "min_headroom_fraction",
-    ] {
-        cases.push(Case {
-            pointer: format!("/limits/{property}"),
-            ..case(
-                "Limits",
-                property,
-                GATE,
-                json!({"plan": hours(), "limits": {}}),
-                "",
-            )
-        });
-    }
-    cases
+        each(
+            "ArchitectureInput",
+            MEMORY,
+            &architecture(dense),
+            "/model/architecture",
+            &[
+                "layers",
+                "hidden",
+                "heads",
+                "kv_heads",
+                "intermediate",
+                "vocab",
+                "head_dim",
+            ],
+        ),
+        each(
+            "ArchitectureInput",
+            MEMORY,
+            &architecture(moe),
+            "/model/architecture",
+            &[
+                "experts",
+                "experts_per_token",
+                "expert_intermediate",
+                "shared_experts",
+            ],
+        ),
+        each(
+            "LoraInput",
+            MEMORY,
+            &on_memory(json!({"method": "lora", "lora": {}})),
+            "/lora",
+            &["rank", "alpha"],
+        ),
+        // 64 heads: the largest tensor-parallel degree.
+        each(
+            "ParallelismInput",
+            MEMORY,
+            &json!({"model": "llama-2-70b", "gpu": "a100-80gb"}),
+            "/parallelism",
+            &["gpus", "zero_stage", "tensor_parallel", "pipeline_parallel"],
+        ),
+        each(
+            "MemoryRequest",
+            MEMORY,
+            &memory,
+            "",
+            &["micro_batch_size", "sequence_length"],
+        ),
+        each(
+            "MemoryRequest",
+            MEMORY,
+            &on_memory(long.clone()),
+            "",
+            &["max_sample_tokens"],
+        ),
+        each(
+            "MemoryRequest",
+            MEMORY,
+            &on_memory(json!({"method": "prefix_tuning"})),
+            "",
+            &["virtual_tokens"],
+        ),
+        each(
+            "MemoryRequest",
+            MEMORY,
+            &on_memory(json!({"method": "adapter"})),
+            "",
+            &["adapter_bottleneck"],
+        ),
+        each(
+            "MemoryRequest",
+            MEMORY,
+            &on_memory(json!({"method": "freeze"})),
+            "",
+            &["trainable_layers"],
+        ),
+        each(
+            "WorkloadInput",
+            TIME,
+            &time(json!({"tokens": 1e9})),
+            "/workload",
+            &["tokens"],
+        ),
+        each(
+            "WorkloadInput",
+            TIME,
+            &time(json!({"samples": 1000, "tokens_per_sample": 512})),
+            "/workload",
+            &["samples", "epochs"],
+        ),
+        each(
+            "WorkloadInput",
+            TIME,
+            &with(time(json!({"samples": 1})), long),
+            "/workload",
+            &["tokens_per_sample"],
+        ),
+        // 4096 GPUs: up to 4096 nodes.
+        each(
+            "TimeInputs",
+            TIME,
+            &with(
+                time(json!({"tokens": 1e9})),
+                json!({"parallelism": {"gpus": 4096}}),
+            ),
+            "",
+            &["mfu", "nodes", "gradient_accumulation_steps"],
+        ),
+        each("CostInputs", COST, &hours, "", &["hours"]),
+        each(
+            "CustomQuoteInput",
+            COST,
+            &quote(json!({"price_per_gpu_hour": 2.0})),
+            "/pricing/custom_quotes/0",
+            &["gpus", "price_per_gpu_hour"],
+        ),
+        each(
+            "CustomQuoteInput",
+            COST,
+            &quote(json!({"price_per_instance_hour": 16.0})),
+            "/pricing/custom_quotes/0",
+            &["price_per_instance_hour"],
+        ),
+        each(
+            "SpotInputs",
+            COST,
+            &on_hours(json!({"spot": {}})),
+            "/spot",
+            &[
+                "checkpoint_interval_minutes",
+                "checkpoint_write_minutes",
+                "restart_minutes",
+                "interruptions_per_hour",
+            ],
+        ),
+        each(
+            "SelfBuildInputs",
+            COST,
+            &on_hours(json!({"self_build": {"hardware_cost": 300000}})),
+            "/self_build",
+            &[
+                "hardware_cost",
+                "power_kw",
+                "electricity_price_per_kwh",
+                "pue",
+                "lifetime_months",
+                "ops_cost_per_month",
+            ],
+        ),
+        each(
+            "DatasetInput",
+            RECOMMEND,
+            &recommend,
+            "/dataset",
+            &["samples", "tokens_per_sample", "epochs"],
+        ),
+        each(
+            "BudgetInput",
+            RECOMMEND,
+            &with(recommend.clone(), json!({"budget": {"amount": 1000}})),
+            "/budget",
+            &["amount"],
+        ),
+        each(
+            "RecommendationRequest",
+            RECOMMEND,
+            &recommend,
+            "",
+            &[
+                "deadline_hours",
+                "project_months",
+                "expected_runs",
+                "hardware_cost_per_gpu",
+                "ops_cost_per_month",
+            ],
+        ),
+        each(
+            "Limits",
+            GATE,
+            &json!({"plan": hours, "limits": {}}),
+            "/limits",
+            &[
+                "max_cost",
+                "max_hours",
+                "max_price_age_hours",
+                "min_headroom_fraction",
+            ],
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// A property's schema in a component, looking into `oneOf` alternatives (the model's
@@ -420,7 +415,7 @@ async fn every_stated_bound_is_the_enforced_one() {
             probes.push((step(low, integer, 1.0), false));
         }
         if let Some(high) = field["maximum"].as_f64() {
-            if c.probe_maximum {
+            if !CEILINGS.contains(&(c.schema, c.property)) {
                 probes.push((high, false));
             }
             probes.push((step(high, integer, 1.0), true));
