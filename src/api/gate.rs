@@ -40,9 +40,16 @@ impl GateRequest {
             problems.range("/limits/min_headroom_fraction", v, 0.0, 0.99);
         }
         let mut plan = self.plan.clone();
-        let plan_currency = plan
-            .pointer("/pricing/currency")
-            .and_then(|c| serde_json::from_value::<Currency>(c.clone()).ok());
+        let plan_currency = match plan.pointer("/pricing/currency") {
+            None | Some(Value::Null) => None,
+            Some(code) => match serde_json::from_value::<Currency>(code.clone()) {
+                Ok(currency) => Some(currency),
+                Err(error) => {
+                    problems.push("/plan/pricing/currency", error.to_string());
+                    None
+                }
+            },
+        };
         let currency = limits_currency(l, plan_currency);
         // Custom quotes without a currency are in the plan's; say so before the plan is
         // priced in the limits' currency.
@@ -55,9 +62,12 @@ impl GateRequest {
             }
         }
         if let Value::Object(map) = &mut plan {
-            let pricing = map
-                .entry("pricing")
-                .or_insert_with(|| Value::Object(Default::default()));
+            // An absent or null `pricing` becomes one in the limits' currency: the plan
+            // is always priced in the currency its limits are judged in.
+            let pricing = map.entry("pricing").or_insert(Value::Null);
+            if pricing.is_null() {
+                *pricing = Value::Object(Default::default());
+            }
             if let Value::Object(pricing) = pricing {
                 pricing.insert("currency".into(), Value::String(currency.code().into()));
             }

@@ -339,3 +339,54 @@ async fn over_http_the_gate_always_answers_200_with_a_verdict() {
         reply.text()
     );
 }
+
+/// The limits' currency is the one the plan is priced in, whatever form the plan's
+/// `pricing` takes; a currency the service does not know is refused, not ignored.
+#[actix_web::test]
+async fn the_plan_is_priced_in_the_limits_currency() {
+    let cost_check = |answer: &serde_json::Value| {
+        answer["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "cost")
+            .unwrap()["detail"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let limits = json!({"max_cost": 2000, "currency": "CNY"});
+    let mut details = Vec::new();
+    for pricing in [
+        None,
+        Some(json!(null)),
+        Some(json!({})),
+        Some(json!({"currency": "USD"})),
+    ] {
+        let mut plan = json!({"gpu": "a100-80gb", "hours": 50});
+        if let Some(pricing) = pricing {
+            plan["pricing"] = pricing;
+        }
+        let reply = post_json("/v1/gates/budget", &json!({"plan": plan, "limits": limits})).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let answer = reply.json();
+        assert_eq!(answer["estimate"]["currency"], "CNY", "{plan}");
+        let detail = cost_check(&answer);
+        assert!(
+            detail.ends_with("within the limit of 2000.00 CNY"),
+            "{plan}: {detail}"
+        );
+        details.push(detail);
+    }
+    // The same fleet costs the same, whichever way the plan said nothing about currency.
+    assert!(details.windows(2).all(|w| w[0] == w[1]), "{details:?}");
+
+    let unknown = json!({"plan": {"gpu": "a100-80gb", "hours": 50, "pricing": {"currency": "AAA"}}, "limits": limits});
+    let reply = post_json("/v1/gates/budget", &unknown).await;
+    assert_eq!(reply.status, 422, "{}", reply.text());
+    assert!(
+        reply.text().contains("/plan/pricing/currency"),
+        "{}",
+        reply.text()
+    );
+}
