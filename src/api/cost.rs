@@ -6,11 +6,10 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::time::{DEFAULT_GPU, TimeRequest, both, gpu_of, split};
-use super::{ParallelismInput, from_json_value};
+use super::{MAX_LAYERS, MAX_TENSOR_PARALLEL, ParallelismInput, from_json_value};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
 use crate::estimate::cost::{CUSTOM_PROVIDER, CostPlan, SelfBuildInputs, SpotInputs};
-use crate::estimate::memory::MAX_SEARCH_GPUS;
 use crate::estimate::time::{self, TimeEstimate};
 use crate::pricing::{Currency, Fx, PriceFilter, PriceQuote, PriceType};
 use crate::validation::{FieldError, Problems};
@@ -147,6 +146,7 @@ impl CostRequest {
         fx: &'c Fx,
         now: jiff::Timestamp,
     ) -> Result<ResolvedCost<'c>, ApiError> {
+        let mut problems = Problems::default();
         let (gpu, gpus, hours, time, mut defaulted) = match &self.basis {
             CostBasis::Plan(request) => {
                 let resolved = request.resolve(catalog)?;
@@ -166,22 +166,20 @@ impl CostRequest {
                 if fleet.gpu.is_none() {
                     defaulted.push(format!("gpu: {DEFAULT_GPU} (default)"));
                 }
-                let gpus = fleet
-                    .parallelism
-                    .as_ref()
-                    .and_then(|p| p.gpus)
-                    .unwrap_or_else(|| {
-                        defaulted.push("parallelism.gpus: 1 (default)".into());
-                        1
-                    });
+                let layout = fleet.parallelism.clone().unwrap_or_default();
+                if layout.gpus.is_none() {
+                    defaulted.push("parallelism.gpus: 1 (default)".into());
+                }
+                // No model to shard: the layout is checked against the schema's ceilings.
+                let gpus = layout
+                    .resolve(MAX_TENSOR_PARALLEL, MAX_LAYERS, &mut problems)
+                    .gpus;
                 (gpu, gpus, self.cost.hours.unwrap_or(0.0), None, defaulted)
             }
         };
 
-        let mut problems = Problems::default();
         if let CostBasis::Fleet(_) = &self.basis {
             problems.range("/hours", hours, 1e-3, MAX_HOURS);
-            problems.range("/parallelism/gpus", gpus, 1, MAX_SEARCH_GPUS);
         } else if hours > MAX_HOURS {
             problems.push(
                 "/workload",

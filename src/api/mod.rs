@@ -32,6 +32,12 @@ const MIN_PARAMETERS: f64 = 1e6;
 const MAX_PARAMETERS: f64 = 1e13;
 /// Longest sequence accepted (design §6: "sequence length 0 or above 10^7" is rejected).
 const MAX_SEQUENCE_LENGTH: u64 = 10_000_000;
+/// Most blocks a posted architecture may have (the largest published dense models have
+/// about 100–130), and so the most pipeline stages.
+pub const MAX_LAYERS: u64 = 1000;
+/// Most tensor-parallel ranks: it splits attention heads, and published runs keep it
+/// within one 8-GPU node; 64 is a ceiling that leaves room, not a recommendation.
+pub const MAX_TENSOR_PARALLEL: u64 = 64;
 
 /// Which model: a catalog id, an architecture, a Hugging Face `config.json`, or a bare
 /// parameter count.
@@ -195,7 +201,7 @@ pub struct ArchitectureInput {
 impl ArchitectureInput {
     fn resolve(&self, problems: &mut Problems) -> Architecture {
         let p = "/model/architecture";
-        problems.range(&format!("{p}/layers"), self.layers, 1, 1000);
+        problems.range(&format!("{p}/layers"), self.layers, 1, MAX_LAYERS);
         problems.range(&format!("{p}/hidden"), self.hidden, 1, 131_072);
         problems.range(&format!("{p}/heads"), self.heads, 1, self.hidden.max(1));
         problems.range(
@@ -262,7 +268,7 @@ impl ArchitectureInput {
         let hidden = self.hidden.clamp(1, 131_072);
         let heads = self.heads.clamp(1, hidden);
         Architecture {
-            layers: self.layers.clamp(1, 1000),
+            layers: self.layers.clamp(1, MAX_LAYERS),
             hidden,
             heads,
             kv_heads: self.kv_heads.clamp(1, heads),
@@ -353,7 +359,7 @@ impl From<ProjectionName> for Projection {
 }
 
 /// Parallel layout and sharding.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParallelismInput {
     /// GPUs in the job (default 1); a multiple of `tensor_parallel × pipeline_parallel`.
@@ -371,6 +377,63 @@ pub struct ParallelismInput {
     /// Default 1; at most the model's layers.
     #[schema(minimum = 1, maximum = 1000)]
     pub pipeline_parallel: Option<u64>,
+}
+
+impl ParallelismInput {
+    /// The layout with its defaults (1 GPU, ZeRO stage 0, no model parallelism), every
+    /// field checked; the model caps tensor and pipeline parallelism at its heads and
+    /// layers (a fleet priced by hours, with no model, at the schema's ceilings).
+    pub fn resolve(
+        &self,
+        max_tensor_parallel: u64,
+        max_pipeline_parallel: u64,
+        problems: &mut Problems,
+    ) -> Parallelism {
+        let parallelism = Parallelism {
+            gpus: self.gpus.unwrap_or(1),
+            zero_stage: self.zero_stage.unwrap_or(0),
+            offload_optimizer: self.offload_optimizer.unwrap_or(false),
+            offload_parameters: self.offload_parameters.unwrap_or(false),
+            tensor_parallel: self.tensor_parallel.unwrap_or(1),
+            pipeline_parallel: self.pipeline_parallel.unwrap_or(1),
+        };
+        problems.range("/parallelism/gpus", parallelism.gpus, 1, MAX_SEARCH_GPUS);
+        if parallelism.zero_stage > 3 {
+            problems.push(
+                "/parallelism/zero_stage",
+                format!("must be one of 0, 1, 2, 3; got {}", parallelism.zero_stage),
+            );
+        }
+        problems.range(
+            "/parallelism/tensor_parallel",
+            parallelism.tensor_parallel,
+            1,
+            max_tensor_parallel,
+        );
+        problems.range(
+            "/parallelism/pipeline_parallel",
+            parallelism.pipeline_parallel,
+            1,
+            max_pipeline_parallel,
+        );
+        let model_parallel =
+            parallelism.tensor_parallel.max(1) * parallelism.pipeline_parallel.max(1);
+        if !parallelism.gpus.is_multiple_of(model_parallel) {
+            problems.push(
+                "/parallelism/gpus",
+                format!(
+                    "must be a multiple of tensor_parallel × pipeline_parallel = {model_parallel}"
+                ),
+            );
+        }
+        if parallelism.offload_parameters && parallelism.zero_stage != 3 {
+            problems.push(
+                "/parallelism/offload_parameters",
+                "needs zero_stage 3 (parameters are only partitioned at stage 3)",
+            );
+        }
+        parallelism
+    }
 }
 
 /// Inputs of a memory estimate (design §2.1). Every field but `model` has a default,
@@ -579,60 +642,14 @@ impl MemoryRequest {
             Framework::Generic
         });
 
-        let par = self.parallelism.clone().unwrap_or(ParallelismInput {
-            gpus: None,
-            zero_stage: None,
-            offload_optimizer: None,
-            offload_parameters: None,
-            tensor_parallel: None,
-            pipeline_parallel: None,
-        });
         if self.parallelism.is_none() {
             default("parallelism", "1 GPU, ZeRO stage 0");
         }
-        let parallelism = Parallelism {
-            gpus: par.gpus.unwrap_or(1),
-            zero_stage: par.zero_stage.unwrap_or(0),
-            offload_optimizer: par.offload_optimizer.unwrap_or(false),
-            offload_parameters: par.offload_parameters.unwrap_or(false),
-            tensor_parallel: par.tensor_parallel.unwrap_or(1),
-            pipeline_parallel: par.pipeline_parallel.unwrap_or(1),
-        };
-        problems.range("/parallelism/gpus", parallelism.gpus, 1, MAX_SEARCH_GPUS);
-        if parallelism.zero_stage > 3 {
-            problems.push(
-                "/parallelism/zero_stage",
-                format!("must be one of 0, 1, 2, 3; got {}", parallelism.zero_stage),
-            );
-        }
-        problems.range(
-            "/parallelism/tensor_parallel",
-            parallelism.tensor_parallel,
-            1,
-            arch.heads.clamp(1, 64),
-        );
-        problems.range(
-            "/parallelism/pipeline_parallel",
-            parallelism.pipeline_parallel,
-            1,
+        let parallelism = self.parallelism.clone().unwrap_or_default().resolve(
+            arch.heads.clamp(1, MAX_TENSOR_PARALLEL),
             arch.layers.max(1),
+            &mut problems,
         );
-        let model_parallel =
-            parallelism.tensor_parallel.max(1) * parallelism.pipeline_parallel.max(1);
-        if !parallelism.gpus.is_multiple_of(model_parallel) {
-            problems.push(
-                "/parallelism/gpus",
-                format!(
-                    "must be a multiple of tensor_parallel × pipeline_parallel = {model_parallel}"
-                ),
-            );
-        }
-        if parallelism.offload_parameters && parallelism.zero_stage != 3 {
-            problems.push(
-                "/parallelism/offload_parameters",
-                "needs zero_stage 3 (parameters are only partitioned at stage 3)",
-            );
-        }
 
         let gpu = match &self.gpu {
             None => None,

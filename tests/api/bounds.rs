@@ -215,6 +215,14 @@ fn cases() -> Vec<Case> {
             &["mfu", "nodes", "gradient_accumulation_steps"],
         ),
         each("CostInputs", COST, &hours, "", &["hours"]),
+        // A fleet priced by hours has no model: its layout is checked all the same.
+        each(
+            "ParallelismInput",
+            COST,
+            &hours,
+            "/parallelism",
+            &["gpus", "zero_stage", "tensor_parallel", "pipeline_parallel"],
+        ),
         each(
             "CustomQuoteInput",
             COST,
