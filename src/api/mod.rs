@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use crate::catalog::{Architecture, Catalog, Gpu, MlpKind, Moe, NormKind, Projection, hf_config};
 use crate::error::ApiError;
 use crate::estimate::memory::{
-    DEFAULT_ADAPTER_BOTTLENECK, DEFAULT_FREEZE_TRAINABLE_LAYERS, DEFAULT_VIRTUAL_TOKENS,
+    self, DEFAULT_ADAPTER_BOTTLENECK, DEFAULT_FREEZE_TRAINABLE_LAYERS, DEFAULT_VIRTUAL_TOKENS,
     MAX_SEARCH_GPUS, MAX_SEARCH_MICRO_BATCH, MemoryPlan,
 };
 use crate::estimate::{
@@ -38,6 +38,9 @@ pub const MAX_LAYERS: u64 = 1000;
 /// Most tensor-parallel ranks: it splits attention heads, and published runs keep it
 /// within one 8-GPU node; 64 is a ceiling that leaves room, not a recommendation.
 pub const MAX_TENSOR_PARALLEL: u64 = 64;
+/// Most bytes a plan may need per GPU: 2^63 (8 EiB, the largest int64, as the OpenAPI
+/// document types byte counts), 4·10^7 times the memory of the largest GPU.
+const MAX_PLAN_BYTES: f64 = 9_223_372_036_854_775_807.0;
 
 /// Which model: a catalog id, an architecture, a Hugging Face `config.json`, or a bare
 /// parameter count.
@@ -135,12 +138,18 @@ impl ModelInput {
                     });
                 }
             },
-            ModelInput::Architecture { architecture } => {
-                ModelShape::from_architecture(architecture.resolve(problems))
-            }
+            ModelInput::Architecture { architecture } => within_parameter_limit(
+                ModelShape::from_architecture(architecture.resolve(problems)),
+                "/model/architecture",
+                problems,
+            ),
             ModelInput::HfConfig { hf_config } => {
                 match hf_config::parse(hf_config, "/model/hf_config") {
-                    Ok(architecture) => ModelShape::from_architecture(architecture),
+                    Ok(architecture) => within_parameter_limit(
+                        ModelShape::from_architecture(architecture),
+                        "/model/hf_config",
+                        problems,
+                    ),
                     Err(errors) => return Err(ApiError::Invalid(errors)),
                 }
             }
@@ -157,6 +166,21 @@ impl ModelInput {
             }
         })
     }
+}
+
+/// A shape whose parameter count is past the limit a bare count has (design §6 rejects
+/// 10^15 parameters) is reported at `pointer`.
+fn within_parameter_limit(shape: ModelShape, pointer: &str, problems: &mut Problems) -> ModelShape {
+    if shape.parameters as f64 > MAX_PARAMETERS {
+        problems.push(
+            pointer,
+            format!(
+                "describes {:e} parameters, above the {MAX_PARAMETERS:e} this service estimates",
+                shape.parameters as f64
+            ),
+        );
+    }
+    shape
 }
 
 /// A transformer architecture given field by field.
@@ -679,6 +703,15 @@ impl MemoryRequest {
             optimizations: Optimizations::from_list(&self.optimizations),
         };
         let plan = problems.finish(plan).map_err(ApiError::Invalid)?;
+        let largest = memory::largest_reported_bytes(&plan);
+        if largest > MAX_PLAN_BYTES {
+            return Err(ApiError::Invalid(vec![FieldError::new(
+                "",
+                format!(
+                    "the plan needs about {largest:.1e} bytes per GPU, more than the 2^63 this service answers in and far beyond any GPU: lower micro_batch_size or sequence_length"
+                ),
+            )]));
+        }
         let gpus = match gpu {
             Some(gpu) => std::slice::from_ref(gpu),
             None => catalog.gpus(),

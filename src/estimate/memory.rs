@@ -904,6 +904,15 @@ fn states_formula(stage: u8, bytes: StateBytes, psi: &str) -> String {
     }
 }
 
+/// The largest byte count an estimate of `plan` reports: the top of its range.
+/// Answers give bytes as 64-bit integers, so a plan beyond them (a micro-batch of 10^11
+/// tokens, eager attention over 10^7 tokens) is refused rather than answered with a
+/// number cut short.
+pub fn largest_reported_bytes(plan: &MemoryPlan) -> f64 {
+    let b = Prepared::new(plan).breakdown(plan.parallelism.gpus, plan.micro_batch_size);
+    b.device * (1.0 + RANGE_HIGH_FRACTION)
+}
+
 /// Estimates peak memory per GPU and the fit table for `gpus` (the requested GPU, or the
 /// whole catalog).
 pub fn estimate(plan: &MemoryPlan, gpus: &[Gpu]) -> MemoryEstimate {

@@ -259,6 +259,22 @@ fn cases() -> Vec<(&'static str, Body, u16, &'static str)> {
             "/model/architecture/layers",
         ),
         (
+            "architecture of 4·10^14 parameters",
+            Json(
+                json!({"model": {"architecture": {"layers": 1000, "hidden": 131072, "heads": 128, "kv_heads": 8, "intermediate": 1048576, "vocab": 100, "tied_embeddings": true}}}),
+            ),
+            422,
+            "above the 1e13 this service estimates",
+        ),
+        (
+            "a plan past 2^63 bytes per GPU",
+            Json(
+                json!({"model": "llama-2-7b", "sequence_length": 10_000_000, "micro_batch_size": 65536, "attention": "eager"}),
+            ),
+            422,
+            "lower micro_batch_size or sequence_length",
+        ),
+        (
             "architecture with bad GQA",
             Json(
                 json!({"model": {"architecture": {"layers": 2, "hidden": 64, "heads": 8, "kv_heads": 3, "intermediate": 128, "vocab": 100, "tied_embeddings": true}}}),
