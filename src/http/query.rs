@@ -44,7 +44,14 @@ pub fn to_json(query: &str, tables: &[&[Mapping]]) -> Result<(Value, RenderQuery
                 )),
             },
             "field" => render.field = Some(raw),
-            "bom" => render.bom = Some(raw == "true" || raw == "1"),
+            "bom" => match raw.as_str() {
+                "true" | "1" => render.bom = Some(true),
+                "false" | "0" => render.bom = Some(false),
+                other => errors.push(FieldError::new(
+                    "/query/bom",
+                    format!("expected true or false; got {other:?}"),
+                )),
+            },
             _ => match mappings.iter().find(|(name, ..)| *name == key) {
                 Some(&&(_, pointer, kind, _)) => insert(&mut root, pointer, convert(&raw, kind)),
                 None => errors.push(FieldError::new(
@@ -203,6 +210,20 @@ mod tests {
             value,
             json!({"pricing": {"custom_quotes": [{"gpu": "a100-80gb", "gpus": 4}]}})
         );
+    }
+
+    #[test]
+    fn bom_is_a_boolean() {
+        for (raw, bom) in [("true", true), ("1", true), ("false", false), ("0", false)] {
+            let (_, render) = to_json(&format!("bom={raw}"), &[MAP]).unwrap();
+            assert_eq!(render.bom, Some(bom), "{raw}");
+        }
+        for raw in ["", "yes", "TRUE "] {
+            let Err(ApiError::Invalid(errors)) = to_json(&format!("bom={raw}"), &[MAP]) else {
+                panic!("bom={raw} accepted")
+            };
+            assert_eq!(errors[0].pointer, "/query/bom");
+        }
     }
 
     #[test]
