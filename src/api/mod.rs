@@ -38,9 +38,9 @@ pub const MAX_LAYERS: u64 = 1000;
 /// Most tensor-parallel ranks: it splits attention heads, and published runs keep it
 /// within one 8-GPU node; 64 is a ceiling that leaves room, not a recommendation.
 pub const MAX_TENSOR_PARALLEL: u64 = 64;
-/// Most bytes a plan may need per GPU: 2^63 (8 EiB, the largest int64, as the OpenAPI
-/// document types byte counts), 4·10^7 times the memory of the largest GPU.
-const MAX_PLAN_BYTES: f64 = 9_223_372_036_854_775_807.0;
+/// Most bytes a plan may need per GPU: the largest int64 (about 2^63 bytes, 8 EiB), as
+/// the OpenAPI document types byte counts; 4·10^7 times the memory of the largest GPU.
+const MAX_PLAN_BYTES: f64 = i64::MAX as f64;
 
 /// Which model: a catalog id, an architecture, a Hugging Face `config.json`, or a bare
 /// parameter count.

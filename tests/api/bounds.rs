@@ -308,15 +308,15 @@ fn cases() -> Vec<Case> {
     .collect()
 }
 
-/// A property's schema in a component, looking into `oneOf` alternatives (the model's
-/// forms) and through an optional field's `null`.
-fn property<'s>(spec: &'s Value, schema: &str, property: &str) -> Option<&'s Value> {
+/// The properties of a component schema and of its `oneOf` alternatives (the model's
+/// forms).
+fn properties<'s>(spec: &'s Value, schema: &str) -> impl Iterator<Item = (&'s String, &'s Value)> {
     let component = &spec["components"]["schemas"][schema];
-    let mut objects = vec![component];
-    objects.extend(component["oneOf"].as_array().into_iter().flatten());
-    objects
-        .into_iter()
-        .find_map(|object| object["properties"].get(property))
+    assert!(component.is_object(), "no component schema {schema}");
+    std::iter::once(component)
+        .chain(component["oneOf"].as_array().into_iter().flatten())
+        .filter_map(|object| object["properties"].as_object())
+        .flatten()
 }
 
 /// The request with `value` at `pointer`, objects on the way created (array items must
@@ -377,15 +377,7 @@ async fn every_stated_bound_is_the_enforced_one() {
 
     // Every bounded property of the request schemas has a case.
     for schema in REQUEST_SCHEMAS {
-        let component = &spec["components"]["schemas"][schema];
-        assert!(component.is_object(), "no component schema {schema}");
-        let mut objects = vec![component];
-        objects.extend(component["oneOf"].as_array().into_iter().flatten());
-        for (name, field) in objects
-            .iter()
-            .filter_map(|o| o["properties"].as_object())
-            .flatten()
-        {
+        for (name, field) in properties(&spec, schema) {
             let bounded = ["minimum", "maximum", "exclusiveMinimum"]
                 .iter()
                 .any(|k| field.get(*k).is_some());
@@ -400,7 +392,8 @@ async fn every_stated_bound_is_the_enforced_one() {
     }
 
     for c in &cases {
-        let field = property(&spec, c.schema, c.property)
+        let field = properties(&spec, c.schema)
+            .find_map(|(name, field)| (name == c.property).then_some(field))
             .unwrap_or_else(|| panic!("{}.{}: no such property", c.schema, c.property));
         let integer = field["type"]
             .as_array()
