@@ -41,9 +41,9 @@ base="http://127.0.0.1:$port"
 # requests and httpx send: the kept answer's gzip copy), "distinct" a new plan on every
 # request (every request estimated; the varied number does not change the work). All
 # build each request in Lua the same way, so wrk's own cost is the same in each.
-script() { # file, body with @N@ for the number, base number, vary (1) or not (0), gzip (1) or not (0)
+script() { # file, body with @N@ for the number, base number, vary (1) or not (0), gzip (1) or not (0), round
     cat >"$1" <<LUA
-local template, base, vary, gzip = [[$2]], $3, $4, $5
+local template, base, vary, gzip, round = [[$2]], $3, $4, $5, ${6:-0}
 local headers = { ["Content-Type"] = "application/json" }
 if gzip == 1 then headers["Accept-Encoding"] = "gzip, deflate" end
 local threads = 0
@@ -52,7 +52,7 @@ local counter = 0
 function request()
     counter = counter + 1
     local n = base
-    if vary == 1 then n = base + id * 40000 + counter end
+    if vary == 1 then n = base + (round * 100 + id) * 10000000 + counter end
     local body = template:gsub("@N@", string.format("%d", n))
     return wrk.format("POST", nil, headers, body)
 end
@@ -78,15 +78,17 @@ for endpoint in "${endpoints[@]}"; do
     IFS='|' read -r name path body number <<<"$endpoint"
     script "$scratch/$name-repeat.lua" "$body" "$number" 0 0
     script "$scratch/$name-repeat-gzip.lua" "$body" "$number" 0 1
-    script "$scratch/$name-distinct.lua" "$body" "$number" 1 0
 done
 # ROUNDS passes over every run, in turn, so that a slow moment of a shared machine lands
 # on one pass of everything rather than on one endpoint; the table gives each run's median.
+# Each round's distinct plans are new to the server: a plan it saw in an earlier round
+# would be a repeat, and kept.
 results="$(
-    for _ in $(seq 1 "${ROUNDS:-3}"); do
+    for round in $(seq 1 "${ROUNDS:-3}"); do
         run livez /livez
         for endpoint in "${endpoints[@]}"; do
-            IFS='|' read -r name path _ _ <<<"$endpoint"
+            IFS='|' read -r name path body number <<<"$endpoint"
+            script "$scratch/$name-distinct.lua" "$body" "$number" 1 0 "$round"
             for workload in repeat repeat-gzip distinct; do
                 run "$name/$workload" "$path" "$scratch/$name-$workload.lua"
             done
