@@ -12,18 +12,20 @@
 //! they were kept, at most the lifetime old. The `Cache-Status` header (RFC 9211) says
 //! what happened to each request.
 //!
-//! A kept answer is also kept gzip-compressed, made once when it is kept. A request that
-//! accepts gzip (`Accept-Encoding`, as Python's requests and httpx, browsers and
-//! `curl --compressed` send) gets that copy: a 20 kB cost answer goes out as about a
-//! tenth of its bytes, so sending it costs the server less than the kernel's work on the
-//! full body. Answers worked out for the request at hand go out as they are: compressing
-//! each one would cost more CPU than estimating it (docs/performance.md). Every answer of
-//! these resources says `Vary: Accept-Encoding`.
+//! A kept answer is also kept gzip-compressed, made once, when a request that accepts gzip
+//! (`Accept-Encoding`, as Python's requests and httpx, browsers and `curl --compressed`
+//! send) is first answered from it; that request and every later one taking gzip get the
+//! copy: a 20 kB cost answer goes out as about a tenth of its bytes, so sending it costs
+//! the server less than the kernel's work on the full body. Answers worked out for the
+//! request at hand, the one that gets an answer kept included, go out as they are:
+//! compressing costs several times what estimating does (docs/performance.md), so it is
+//! paid only for an answer that is asked for again. Every answer of these resources says
+//! `Vary: Accept-Encoding`.
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::io::Write;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use actix_web::body::{self, BoxBody, MessageBody};
@@ -59,32 +61,37 @@ struct Answer {
     book: Arc<PriceBook>,
     headers: HeaderMap,
     body: Bytes,
-    /// The body gzip-compressed, with the headers that say so; `None` where compressing
-    /// does not make it smaller.
-    gzip: Option<(HeaderMap, Bytes)>,
+    /// The body gzip-compressed, with the headers that say so, once a request taking gzip
+    /// has asked for it; `None` where compressing does not make it smaller.
+    gzip: OnceLock<Option<(HeaderMap, Bytes)>>,
 }
 
 impl Answer {
-    /// Keeps the handler's answer, with its gzip copy.
+    /// Keeps the handler's answer; its gzip copy is made when first asked for.
     fn new(stored: Instant, book: Arc<PriceBook>, headers: HeaderMap, body: Bytes) -> Self {
-        let gzip = gzip(&body).map(|compressed| {
-            let mut headers = headers.clone();
-            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            (headers, compressed)
-        });
         Self {
             stored,
             book,
             headers,
             body,
-            gzip,
+            gzip: OnceLock::new(),
         }
     }
 
-    /// The headers and body to send: the gzip copy where the request takes it.
+    /// The headers and body to send: the gzip copy where the request takes it (made now
+    /// if this is the first such request).
     fn representation(&self, takes_gzip: bool) -> (&HeaderMap, &Bytes) {
-        match &self.gzip {
-            Some((headers, body)) if takes_gzip => (headers, body),
+        let compressed = takes_gzip.then(|| {
+            self.gzip.get_or_init(|| {
+                gzip(&self.body).map(|compressed| {
+                    let mut headers = self.headers.clone();
+                    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+                    (headers, compressed)
+                })
+            })
+        });
+        match compressed {
+            Some(Some((headers, body))) => (headers, body),
             _ => (&self.headers, &self.body),
         }
     }
@@ -125,14 +132,15 @@ fn takes_gzip(request: &impl HttpMessage) -> bool {
     gzip > Quality::ZERO && weight(Encoding::identity()).is_none_or(|identity| gzip >= identity)
 }
 
-/// Weighs an entry by the bytes it holds, so the capacity is a memory bound.
+/// Weighs an entry by the bytes it holds or may come to hold, so the capacity is a memory
+/// bound: the key, the body, and as much again for the gzip copy, which is kept only when
+/// smaller than the body and may be made after the entry is weighed.
 #[derive(Clone)]
 struct Size;
 
 impl Weighter<Vec<u8>, Arc<Answer>> for Size {
     fn weight(&self, key: &Vec<u8>, answer: &Arc<Answer>) -> u64 {
-        let gzip = answer.gzip.as_ref().map_or(0, |(_, body)| body.len());
-        (key.len() + answer.body.len() + gzip) as u64
+        (key.len() + 2 * answer.body.len()) as u64
     }
 }
 
@@ -263,7 +271,6 @@ pub async fn reuse(
         mark(response.headers_mut(), "trainplan; fwd=miss");
         return Ok(response);
     }
-    let gzip = takes_gzip(response.request());
     let (request, response) = response.into_parts();
     let (head, body) = response.into_parts();
     let body = body::to_bytes(body)
@@ -276,7 +283,7 @@ pub async fn reuse(
         body,
     ));
     cache.entries.insert(key, answer.clone());
-    let mut response = answer.response(gzip);
+    let mut response = answer.response(false);
     mark(response.headers_mut(), "trainplan; fwd=miss; stored");
     Ok(ServiceResponse::new(request, response))
 }
@@ -371,7 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_answer_has_a_gzip_copy_of_the_same_bytes_when_that_is_smaller() {
+    fn a_kept_answer_makes_a_gzip_copy_of_the_same_bytes_when_first_asked_and_smaller() {
         use std::io::Read;
         let body = serde_json::to_vec(&serde_json::json!({
             "options": (0..50).map(|i| serde_json::json!({"provider": "aws", "cost": i}))
@@ -387,6 +394,7 @@ mod tests {
         let (plain_headers, plain) = answer.representation(false);
         assert_eq!(plain, &body);
         assert!(!plain_headers.contains_key(header::CONTENT_ENCODING));
+        assert!(answer.gzip.get().is_none(), "not compressed before asked");
         let (gzip_headers, compressed) = answer.representation(true);
         assert!(compressed.len() < body.len() / 4, "{}", compressed.len());
         assert_eq!(
@@ -412,8 +420,11 @@ mod tests {
             HeaderMap::new(),
             Bytes::from_static(b"{}"),
         );
-        assert!(tiny.gzip.is_none());
         assert_eq!(tiny.representation(true).1, &Bytes::from_static(b"{}"));
+        assert!(
+            matches!(tiny.gzip.get(), Some(None)),
+            "asked, and found no smaller"
+        );
     }
 
     #[test]
