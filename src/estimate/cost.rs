@@ -550,16 +550,22 @@ pub fn cheapest(
     plan: &CostPlan,
     book: &PriceBook,
 ) -> (BTreeMap<String, CostOption>, Option<SelfBuild>) {
-    let (mut priced, _) = price(plan, book);
-    // Stable, as `estimate`'s sort: among equal costs the first in book order wins.
-    priced.sort_by(|a, b| a.cost().total_cmp(&b.cost()));
-    let mut seen = Vec::new();
-    priced.retain(|p| {
-        let first = !seen.contains(&p.candidate.price_type);
-        seen.push(p.candidate.price_type);
-        first
-    });
-    let options: Vec<CostOption> = priced.into_iter().map(|p| p.option(plan)).collect();
+    let (priced, _) = price(plan, book);
+    // The cheapest of each price type; among equal costs the first in book order wins,
+    // as in `estimate`'s stable sort.
+    let mut best: Vec<Priced> = Vec::new();
+    for p in priced {
+        match best
+            .iter_mut()
+            .find(|b| b.candidate.price_type == p.candidate.price_type)
+        {
+            Some(b) if p.cost().total_cmp(&b.cost()).is_lt() => *b = p,
+            Some(_) => {}
+            None => best.push(p),
+        }
+    }
+    best.sort_by(|a, b| a.cost().total_cmp(&b.cost()));
+    let options: Vec<CostOption> = best.into_iter().map(|p| p.option(plan)).collect();
     let self_build = plan
         .self_build
         .map(|inputs| self_build(plan, &inputs, &options));

@@ -11,6 +11,32 @@ pub mod units;
 
 pub use profile::Profile;
 
+/// Where an estimator writes its sentences (assumptions, warnings): a list for an answer,
+/// or [`Unwritten`] for a caller that wants only the numbers, so that the text is never
+/// formatted.
+pub trait Notes {
+    /// Adds the line `check` returns, if any; `check` runs only where lines are kept.
+    fn add_some(&mut self, check: impl FnOnce() -> Option<String>);
+
+    /// Adds the line `line` writes.
+    fn add(&mut self, line: impl FnOnce() -> String) {
+        self.add_some(|| Some(line()));
+    }
+}
+
+impl Notes for Vec<String> {
+    fn add_some(&mut self, check: impl FnOnce() -> Option<String>) {
+        self.extend(check());
+    }
+}
+
+/// Notes nobody reads: nothing is written.
+pub struct Unwritten;
+
+impl Notes for Unwritten {
+    fn add_some(&mut self, _: impl FnOnce() -> Option<String>) {}
+}
+
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

@@ -276,7 +276,7 @@ fn candidates_for(
                 gpus_per_node: gpu.gpus_per_node.min(n),
                 mfu: None,
             };
-            let Ok(timed) = time::estimate(&time_plan) else {
+            let Ok(hours) = time::wall_hours(&time_plan) else {
                 rejected.push(Rejected {
                     gpu: gpu.id.clone(),
                     gpus: n,
@@ -284,7 +284,6 @@ fn candidates_for(
                 });
                 break;
             };
-            let hours = timed.wall_hours.expected;
             let cost_plan = CostPlan {
                 gpu,
                 gpus: n,

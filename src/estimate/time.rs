@@ -16,7 +16,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::memory::{MemoryPlan, Prepared, adapter_parameter_count};
-use super::{Framework, Method, Precision};
+use super::{Framework, Method, Notes, Precision, Unwritten};
 use crate::catalog::{Gpu, GpuClass};
 
 pub const SECONDS_PER_HOUR: f64 = 3600.0;
@@ -262,7 +262,7 @@ fn flops_per_token(plan: &MemoryPlan, tokens_per_sample: f64) -> FlopsPerToken {
 fn peaks(
     gpu: &Gpu,
     precision: Precision,
-    warnings: &mut Vec<String>,
+    warnings: &mut impl Notes,
 ) -> Result<(f64, f64), TimeError> {
     let tflops = |x: Option<f64>| x.map(|t| t * 1e12);
     let half = |prefer_bf16: bool| {
@@ -284,10 +284,12 @@ fn peaks(
         Precision::AmpBf16 | Precision::Bf16 | Precision::AmpFp16 | Precision::Fp16 => {
             let prefer_bf16 = precision.uses_bf16();
             if prefer_bf16 && !gpu.supports_bf16() {
-                warnings.push(format!(
-                    "{} has no BF16 tensor cores; timed at its FP16 rate",
-                    gpu.id
-                ));
+                warnings.add(|| {
+                    format!(
+                        "{} has no BF16 tensor cores; timed at its FP16 rate",
+                        gpu.id
+                    )
+                });
             }
             half(prefer_bf16)
                 .map(|p| (p, p))
@@ -298,10 +300,9 @@ fn peaks(
             match tflops(gpu.fp8_dense_tflops) {
                 Some(fp8) => Ok((fp8, bf16 * FP8_SPEEDUP)),
                 None => {
-                    warnings.push(format!(
-                        "{} has no FP8 tensor cores; timed at its BF16 rate",
-                        gpu.id
-                    ));
+                    warnings.add(|| {
+                        format!("{} has no FP8 tensor cores; timed at its BF16 rate", gpu.id)
+                    });
                     Ok((bf16, bf16))
                 }
             }
@@ -309,19 +310,20 @@ fn peaks(
     }
 }
 
-/// The utilisation table: the class value times the factors that apply.
+/// The utilisation table: the class value times the factors that apply, with each
+/// applied factor and why.
 fn utilization(
     plan: &TimePlan,
     active_parameters: f64,
     tokens_per_sample: u64,
-) -> (f64, Vec<String>) {
+) -> (f64, Vec<(&'static str, f64)>) {
     let memory = &plan.memory;
     let mut value = class_utilization(plan.gpu.class);
-    let mut applied = vec![format!("{:?} class {value:.2}", plan.gpu.class).to_lowercase()];
-    let mut apply = |applies: bool, factor: f64, why: &str| {
+    let mut applied = Vec::new();
+    let mut apply = |applies: bool, factor: f64, why: &'static str| {
         if applies {
             value *= factor;
-            applied.push(format!("{why} ×{factor}"));
+            applied.push((why, factor));
         }
     };
     let size = size_factor(active_parameters);
@@ -371,19 +373,39 @@ static RESTART_ASSUMPTION: LazyLock<String> = LazyLock::new(|| {
 
 /// Times a plan.
 pub fn estimate(plan: &TimePlan) -> Result<TimeEstimate, TimeError> {
+    let mut assumptions = Vec::new();
+    let mut warnings = Vec::new();
+    let estimate = timed(plan, &mut assumptions, &mut warnings)?;
+    Ok(TimeEstimate {
+        assumptions,
+        warnings,
+        ..estimate
+    })
+}
+
+/// The expected wall-clock hours of a plan, as [`estimate`] answers them, without
+/// writing its sentences: for callers that time many plans and answer only their hours.
+pub fn wall_hours(plan: &TimePlan) -> Result<f64, TimeError> {
+    timed(plan, &mut Unwritten, &mut Unwritten).map(|t| t.wall_hours.expected)
+}
+
+/// The estimate's numbers, its sentences written to `assumptions` and `warnings`.
+fn timed(
+    plan: &TimePlan,
+    assumptions: &mut impl Notes,
+    warnings: &mut impl Notes,
+) -> Result<TimeEstimate, TimeError> {
     let memory = &plan.memory;
     let gpu = plan.gpu;
     let arch = &memory.model.architecture;
     let par = memory.parallelism;
-    let mut warnings = Vec::new();
-    let mut assumptions = Vec::new();
 
     let sample_tokens = memory
         .max_sample_tokens
         .unwrap_or(memory.sequence_length)
         .max(1);
     let flops = flops_per_token(memory, sample_tokens as f64);
-    let (reported_peak, rate) = peaks(gpu, memory.precision, &mut warnings)?;
+    let (reported_peak, rate) = peaks(gpu, memory.precision, warnings)?;
     let active = arch.active_parameters() as f64 * memory.model.parameter_scale();
 
     let gpus = par.gpus.max(1) as f64;
@@ -401,7 +423,7 @@ pub fn estimate(plan: &TimePlan) -> Result<TimeEstimate, TimeError> {
         .mfu
     {
         Some(mfu) => {
-            assumptions.push(format!(
+            assumptions.add(|| format!(
                     "mfu {mfu} given: it replaces the utilisation table, communication and pipeline bubble"
                 ));
             let model_seconds = flops.model * tokens_per_step / (gpus * reported_peak * mfu);
@@ -410,14 +432,19 @@ pub fn estimate(plan: &TimePlan) -> Result<TimeEstimate, TimeError> {
         }
         None => {
             let (u, factors) = utilization(plan, active, sample_tokens);
-            assumptions.push(format!(
-                "hardware utilisation {u:.3}: {}",
-                factors.join(", ")
-            ));
+            assumptions.add(|| {
+                let class = format!("{:?} class {:.2}", gpu.class, class_utilization(gpu.class));
+                let applied = factors
+                    .iter()
+                    .map(|(why, factor)| format!("{why} ×{factor}"));
+                let named: Vec<String> = std::iter::once(class.to_lowercase())
+                    .chain(applied)
+                    .collect();
+                format!("hardware utilisation {u:.3}: {}", named.join(", "))
+            });
             let per_micro_batch = flops.hardware * micro_batch_tokens / (tp * pp) / (rate * u);
             let compute = per_micro_batch * m;
-            let comm = Communication::of(plan, micro_batch_tokens);
-            assumptions.extend(comm.notes.iter().cloned());
+            let comm = Communication::of(plan, micro_batch_tokens, assumptions);
             let exposed = (comm.data_parallel_seconds_per_step - compute).max(0.0)
                 + comm.tensor_parallel_seconds_per_micro_batch * m;
             // 1F1B bubble: (p − 1) micro-batch slots idle per step (Narayanan et al.
@@ -434,18 +461,17 @@ pub fn estimate(plan: &TimePlan) -> Result<TimeEstimate, TimeError> {
     let restart_hours =
         training_hours * INTERRUPTIONS_PER_GPU_HOUR * gpus * lost_hours_per_interruption;
     let expected = training_hours + restart_hours;
-    assumptions.push(RESTART_ASSUMPTION.clone());
+    assumptions.add(|| RESTART_ASSUMPTION.clone());
 
-    let fits = Prepared::new(memory)
-        .breakdown(par.gpus, memory.micro_batch_size)
-        .device
-        <= gpu.memory_bytes_usable as f64;
-    if !fits {
-        warnings.push(format!(
+    warnings.add_some(|| {
+        let device = Prepared::new(memory)
+            .breakdown(par.gpus, memory.micro_batch_size)
+            .device;
+        (device > gpu.memory_bytes_usable as f64).then(|| format!(
             "this configuration does not fit in {}'s memory (see /v1/estimates/memory); the time assumes it runs",
             gpu.id
-        ));
-    }
+        ))
+    });
 
     let tokens_per_second = if training_hours > 0.0 {
         plan.tokens / (training_hours * SECONDS_PER_HOUR)
@@ -477,8 +503,8 @@ pub fn estimate(plan: &TimePlan) -> Result<TimeEstimate, TimeError> {
             offload_hours: hours(offload_step),
             restart_hours,
         },
-        assumptions,
-        warnings,
+        assumptions: Vec::new(),
+        warnings: Vec::new(),
     })
 }
 
@@ -489,11 +515,11 @@ struct Communication {
     /// Tensor-parallel all-reduces: on the critical path.
     tensor_parallel_seconds_per_micro_batch: f64,
     offload_seconds_per_step: f64,
-    notes: Vec<String>,
 }
 
 impl Communication {
-    fn of(plan: &TimePlan, micro_batch_tokens: f64) -> Self {
+    /// The traffic, with the links and what is not overlapped written to `notes`.
+    fn of(plan: &TimePlan, micro_batch_tokens: f64, notes: &mut impl Notes) -> Self {
         let memory = &plan.memory;
         let gpu = plan.gpu;
         let arch = &memory.model.architecture;
@@ -506,11 +532,11 @@ impl Communication {
         let inter = scale_out_bytes_per_second(gpu.class) * INTER_NODE_EFFICIENCY;
         let multi_node = par.gpus > per_node;
         let dp_link = if multi_node { inter } else { intra };
-        let mut notes = vec![format!(
+        notes.add(|| format!(
             "links: {:.0} GB/s per GPU inside a node of {per_node}, {:.1} GB/s across nodes (effective, per direction)",
             intra / 1e9,
             inter / 1e9
-        )];
+        ));
 
         let element_bytes = if memory.precision == Precision::Fp32 {
             4.0
@@ -572,7 +598,7 @@ impl Communication {
             offload_seconds_per_step += params_per_gpu * (element_bytes + 2.0)
                 / PCIE_BYTES_PER_SECOND
                 + params_per_gpu * gpus_on_host / CPU_ADAM_PARAMETERS_PER_SECOND;
-            notes.push("optimizer offload: PCIe transfers and the CPU optimizer step are not overlapped with GPU compute".into());
+            notes.add(|| "optimizer offload: PCIe transfers and the CPU optimizer step are not overlapped with GPU compute".into());
         }
         if par.offload_parameters {
             // The GPU's weight shard comes over PCIe for forward and for backward.
@@ -583,7 +609,6 @@ impl Communication {
             data_parallel_seconds_per_step: data_parallel_bytes / dp_link,
             tensor_parallel_seconds_per_micro_batch,
             offload_seconds_per_step,
-            notes,
         }
     }
 }
@@ -780,6 +805,8 @@ mod tests {
             for value in [t.wall_hours.low, t.wall_hours.expected, t.wall_hours.high, t.mfu, t.tokens_per_second] {
                 prop_assert!(value.is_finite() && value > 0.0, "{value}");
             }
+            // The hours alone, without the sentences, are the answer's.
+            prop_assert_eq!(wall_hours(&p).unwrap().to_bits(), t.wall_hours.expected.to_bits());
         }
     }
 }
