@@ -11,6 +11,11 @@ pub mod units;
 
 pub use profile::Profile;
 
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::catalog::Architecture;
+
 /// Where an estimator writes its sentences (assumptions, warnings): a list for an answer,
 /// or [`Unwritten`] for a caller that wants only the numbers, so that the text is never
 /// formatted.
@@ -36,11 +41,6 @@ pub struct Unwritten;
 impl Notes for Unwritten {
     fn add_some(&mut self, _: impl FnOnce() -> Option<String>) {}
 }
-
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
-use crate::catalog::Architecture;
 
 /// Numeric precision regime of training (design §2.1): `amp_*` keep fp32 master weights in
 /// the optimizer, bare `bf16`/`fp16` keep everything in half precision.
