@@ -341,14 +341,19 @@ struct Priced<'q> {
 }
 
 impl Priced<'_> {
+    /// All rented instances, per hour, in the plan's currency.
+    fn price_per_hour(&self) -> f64 {
+        self.instance_price * self.instances as f64
+    }
+
     fn cost(&self) -> f64 {
-        self.instance_price * self.instances as f64 * self.hours
+        self.price_per_hour() * self.hours
     }
 
     /// The option as answered: names, dates and notes.
     fn option(self, plan: &CostPlan) -> CostOption {
         let q = self.candidate.quote;
-        let price_per_hour = self.instance_price * self.instances as f64;
+        let price_per_hour = self.price_per_hour();
         let mut notes: Vec<String> = self.candidate.note.map(str::to_owned).into_iter().collect();
         if self.gpus_rented > plan.gpus {
             notes.push(format!(
@@ -386,63 +391,72 @@ impl Priced<'_> {
     }
 }
 
-/// Every candidate of a plan priced, in book order (then custom quotes), with the
-/// warnings pricing raised.
-fn price<'q>(plan: &'q CostPlan, book: &'q PriceBook) -> (Vec<Priced<'q>>, Vec<String>) {
-    let mut warnings = Vec::new();
-    let wanted =
-        |t: PriceType| plan.filter.price_types.is_empty() || plan.filter.price_types.contains(&t);
+/// Whether the plan's filter wants options of this price type.
+fn wanted(plan: &CostPlan, price_type: PriceType) -> bool {
+    plan.filter.price_types.is_empty() || plan.filter.price_types.contains(&price_type)
+}
 
-    // Book rows are read as quoted (on demand, spot); reserved options are derived from
-    // on-demand rows. Custom quotes are taken as given.
-    let mut candidates: Vec<Candidate> = Vec::new();
-    if plan.use_book {
-        let book_filter = PriceFilter {
-            gpu: Some(plan.gpu.id.clone()),
-            price_types: vec![PriceType::OnDemand, PriceType::Spot],
-            ..plan.filter.clone()
-        };
-        for quote in book.filter(&book_filter, plan.now) {
-            if wanted(quote.price_type) {
+/// The book's rows for the plan, in book order: read as quoted (on demand, spot), with
+/// reserved options derived from on-demand rows.
+fn book_candidates<'b>(plan: &CostPlan, book: &'b PriceBook) -> Vec<Candidate<'b>> {
+    let mut candidates = Vec::new();
+    let book_filter = PriceFilter {
+        gpu: Some(plan.gpu.id.clone()),
+        price_types: vec![PriceType::OnDemand, PriceType::Spot],
+        ..plan.filter.clone()
+    };
+    for quote in book.filter(&book_filter, plan.now) {
+        if wanted(plan, quote.price_type) {
+            candidates.push(Candidate {
+                quote,
+                price_type: quote.price_type,
+                factor: 1.0,
+                note: None,
+            });
+        }
+        let commits = quote.price_type == PriceType::OnDemand
+            && COMMITMENT_PROVIDERS.contains(&quote.provider.as_str());
+        for (price_type, discount, note) in [
+            (
+                PriceType::Reserved1y,
+                RESERVED_1Y_DISCOUNT,
+                &*RESERVED_1Y_NOTE,
+            ),
+            (
+                PriceType::Reserved3y,
+                RESERVED_3Y_DISCOUNT,
+                &*RESERVED_3Y_NOTE,
+            ),
+        ] {
+            if commits && wanted(plan, price_type) {
                 candidates.push(Candidate {
                     quote,
-                    price_type: quote.price_type,
-                    factor: 1.0,
-                    note: None,
+                    price_type,
+                    factor: 1.0 - discount,
+                    note: Some(note),
                 });
-            }
-            let commits = quote.price_type == PriceType::OnDemand
-                && COMMITMENT_PROVIDERS.contains(&quote.provider.as_str());
-            for (price_type, discount, note) in [
-                (
-                    PriceType::Reserved1y,
-                    RESERVED_1Y_DISCOUNT,
-                    &*RESERVED_1Y_NOTE,
-                ),
-                (
-                    PriceType::Reserved3y,
-                    RESERVED_3Y_DISCOUNT,
-                    &*RESERVED_3Y_NOTE,
-                ),
-            ] {
-                if commits && wanted(price_type) {
-                    candidates.push(Candidate {
-                        quote,
-                        price_type,
-                        factor: 1.0 - discount,
-                        note: Some(note),
-                    });
-                }
             }
         }
     }
+    candidates
+}
+
+/// Every candidate of a plan (the book's rows, then the custom quotes) priced, with the
+/// warnings pricing raised.
+fn price<'q>(plan: &'q CostPlan, book: &'q PriceBook) -> (Vec<Priced<'q>>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut candidates = if plan.use_book {
+        book_candidates(plan, book)
+    } else {
+        Vec::new()
+    };
     for quote in &plan.custom_quotes {
         if quote.gpu != plan.gpu.id {
             warnings.push(format!(
                 "custom quote {:?} is for {}, the plan runs on {}: left out",
                 quote.sku, quote.gpu, plan.gpu.id
             ));
-        } else if wanted(quote.price_type) {
+        } else if wanted(plan, quote.price_type) {
             candidates.push(Candidate {
                 quote,
                 price_type: quote.price_type,
@@ -457,7 +471,17 @@ fn price<'q>(plan: &'q CostPlan, book: &'q PriceBook) -> (Vec<Priced<'q>>, Vec<S
             plan.gpu.id
         ));
     }
+    let priced = price_candidates(plan, candidates, &mut warnings);
+    (priced, warnings)
+}
 
+/// Candidates priced in their order; spot rows whose job would never finish are left
+/// out with a warning.
+fn price_candidates<'q>(
+    plan: &CostPlan,
+    candidates: Vec<Candidate<'q>>,
+    warnings: &mut Vec<String>,
+) -> Vec<Priced<'q>> {
     let mut priced = Vec::with_capacity(candidates.len());
     for candidate in candidates {
         let q = candidate.quote;
@@ -489,7 +513,7 @@ fn price<'q>(plan: &'q CostPlan, book: &'q PriceBook) -> (Vec<Priced<'q>>, Vec<S
             spot,
         });
     }
-    (priced, warnings)
+    priced
 }
 
 /// Prices a plan against the book and the custom quotes.
@@ -515,7 +539,8 @@ pub fn estimate(plan: &CostPlan, book: &PriceBook) -> CostEstimate {
     }
 
     let self_build = plan.self_build.map(|inputs| {
-        let build = self_build(plan, &inputs, &options);
+        let mut build = self_build(plan, &inputs);
+        build.break_even = options.iter().map(|o| build.break_even(o)).collect();
         assumptions.push(format!(
             "self-build: {:.2} kW × PUE {} at {:.3} {}/kWh, {} months",
             build.power_kw,
@@ -543,14 +568,25 @@ pub fn estimate(plan: &CostPlan, book: &PriceBook) -> CostEstimate {
     }
 }
 
-/// Only what [`estimate`] answers in `cheapest` and `self_build` (break-even against
-/// those options): for callers that price many plans and keep the best of each, without
-/// writing out every option.
-pub fn cheapest(
-    plan: &CostPlan,
-    book: &PriceBook,
-) -> (BTreeMap<String, CostOption>, Option<SelfBuild>) {
-    let (priced, _) = price(plan, book);
+/// The cheapest option of one price type: its numbers and the book row it comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct Cheapest<'b> {
+    pub quote: &'b PriceQuote,
+    pub price_type: PriceType,
+    /// All rented instances, per hour, in the plan's currency.
+    pub price_per_hour: f64,
+    /// Hours billed (spot: with rework).
+    pub hours: f64,
+    pub cost: f64,
+    /// Spot: the checkpoint interval used.
+    pub checkpoint_interval_minutes: Option<f64>,
+}
+
+/// What [`estimate`] answers in `cheapest`, as numbers, for callers that price many plans
+/// and keep the best of each: the book's rows only (`use_book` and `custom_quotes` are
+/// not read), cheapest first, without writing out any option.
+pub fn cheapest<'b>(plan: &CostPlan, book: &'b PriceBook) -> Vec<Cheapest<'b>> {
+    let priced = price_candidates(plan, book_candidates(plan, book), &mut Vec::new());
     // The cheapest of each price type; among equal costs the first in book order wins,
     // as in `estimate`'s stable sort.
     let mut best: Vec<Priced> = Vec::new();
@@ -565,18 +601,21 @@ pub fn cheapest(
         }
     }
     best.sort_by(|a, b| a.cost().total_cmp(&b.cost()));
-    let options: Vec<CostOption> = best.into_iter().map(|p| p.option(plan)).collect();
-    let self_build = plan
-        .self_build
-        .map(|inputs| self_build(plan, &inputs, &options));
-    let cheapest = options
-        .into_iter()
-        .map(|o| (o.price_type.name().to_string(), o))
-        .collect();
-    (cheapest, self_build)
+    best.into_iter()
+        .map(|p| Cheapest {
+            quote: p.candidate.quote,
+            price_type: p.candidate.price_type,
+            price_per_hour: p.price_per_hour(),
+            hours: p.hours,
+            cost: p.cost(),
+            checkpoint_interval_minutes: p.spot.and_then(|s| s.checkpoint_interval_minutes),
+        })
+        .collect()
 }
 
-fn self_build(plan: &CostPlan, inputs: &SelfBuildInputs, options: &[CostOption]) -> SelfBuild {
+/// The cost of owning the plan's GPUs, with `break_even` left empty (see
+/// [`SelfBuild::break_even_hours`]).
+pub fn self_build(plan: &CostPlan, inputs: &SelfBuildInputs) -> SelfBuild {
     let power_kw = inputs.power_kw.unwrap_or_else(|| {
         plan.gpu.tdp_w.unwrap_or(0.0) * SERVER_POWER_PER_GPU_TDP * plan.gpus as f64 / 1000.0
     });
@@ -599,24 +638,6 @@ fn self_build(plan: &CostPlan, inputs: &SelfBuildInputs, options: &[CostOption])
     } else {
         0.0
     };
-    // Owning for h hours costs hardware + h·(energy + ops per hour); renting costs
-    // h·price. They meet at hardware / (price − running cost).
-    let running_per_hour = energy_cost_per_hour + ops / HOURS_PER_MONTH;
-    let break_even = options
-        .iter()
-        .map(|o| {
-            let margin = o.price_per_hour - running_per_hour;
-            let hours = (margin > 0.0).then(|| inputs.hardware_cost / margin);
-            BreakEven {
-                provider: o.provider.clone(),
-                sku: o.sku.clone(),
-                price_type: o.price_type,
-                price_per_hour: o.price_per_hour,
-                break_even_hours: hours,
-                break_even_days: hours.map(|h| h / 24.0),
-            }
-        })
-        .collect();
     SelfBuild {
         hardware_cost: inputs.hardware_cost,
         power_kw,
@@ -629,7 +650,31 @@ fn self_build(plan: &CostPlan, inputs: &SelfBuildInputs, options: &[CostOption])
         amortized_cost_per_hour: amortized,
         job_cost: plan.hours * amortized,
         currency: plan.currency,
-        break_even,
+        break_even: Vec::new(),
+    }
+}
+
+impl SelfBuild {
+    /// Owning for h hours costs hardware + h·(energy + ops per hour); renting costs
+    /// h·price. They meet at hardware / (price − running cost); `None` when renting
+    /// costs less than running the hardware.
+    pub fn break_even_hours(&self, price_per_hour: f64) -> Option<f64> {
+        let running_per_hour =
+            self.energy_cost_per_hour + self.ops_cost_per_month / HOURS_PER_MONTH;
+        let margin = price_per_hour - running_per_hour;
+        (margin > 0.0).then(|| self.hardware_cost / margin)
+    }
+
+    fn break_even(&self, option: &CostOption) -> BreakEven {
+        let hours = self.break_even_hours(option.price_per_hour);
+        BreakEven {
+            provider: option.provider.clone(),
+            sku: option.sku.clone(),
+            price_type: option.price_type,
+            price_per_hour: option.price_per_hour,
+            break_even_hours: hours,
+            break_even_days: hours.map(|h| h / 24.0),
+        }
     }
 }
 
@@ -825,18 +870,32 @@ mod tests {
             p.currency = if yuan { Currency::Cny } else { Currency::Usd };
             p.self_build = Some(owning(2e5, Some(500.0)));
             let whole = estimate(&p, book());
-            let (cheapest, build) = cheapest(&p, book());
-            prop_assert_eq!(json(&cheapest), json(&whole.cheapest));
-            let (build, whole_build) = (build.unwrap(), whole.self_build.unwrap());
-            prop_assert_eq!(build.break_even.len(), cheapest.len());
-            for entry in &build.break_even {
-                prop_assert!(
-                    whole_build.break_even.iter().any(|w| json(w) == json(entry)),
-                    "{entry:?}"
+            let best = cheapest(&p, book());
+            prop_assert_eq!(best.len(), whole.cheapest.len());
+            prop_assert!(best.is_sorted_by(|a, b| a.cost <= b.cost));
+            let whole_build = whole.self_build.unwrap();
+            let build = self_build(&p, &p.self_build.unwrap());
+            for b in &best {
+                let o = &whole.cheapest[b.price_type.name()];
+                prop_assert_eq!(
+                    (&b.quote.provider, &b.quote.region, &b.quote.sku),
+                    (&o.provider, &o.region, &o.sku)
                 );
+                prop_assert_eq!(b.price_per_hour.to_bits(), o.price_per_hour.to_bits());
+                prop_assert_eq!(b.hours.to_bits(), o.hours.to_bits());
+                prop_assert_eq!(b.cost.to_bits(), o.cost.to_bits());
+                prop_assert_eq!(
+                    b.checkpoint_interval_minutes,
+                    o.spot.as_ref().and_then(|s| s.checkpoint_interval_minutes)
+                );
+                let listed = whole_build
+                    .break_even
+                    .iter()
+                    .find(|w| w.provider == o.provider && w.sku == o.sku && w.price_type == o.price_type)
+                    .unwrap();
+                prop_assert_eq!(build.break_even_hours(b.price_per_hour), listed.break_even_hours);
             }
-            let without_break_even = |b: SelfBuild| json(&SelfBuild { break_even: Vec::new(), ..b });
-            prop_assert_eq!(without_break_even(build), without_break_even(whole_build));
+            prop_assert_eq!(json(&build), json(&SelfBuild { break_even: Vec::new(), ..whole_build }));
         }
 
         #[test]

@@ -151,15 +151,58 @@ pub struct Recommendation {
 }
 
 /// One fleet on one GPU, evaluated.
-struct Candidate {
+struct Candidate<'b> {
     gpu: String,
     gpus: u64,
     zero_stage: u8,
     memory_gib: f64,
     hours: f64,
-    /// The cheapest option of each price type, and the self-build.
-    options: Vec<(String, cost::CostOption)>,
+    /// The cheapest book option of each price type, and the self-build.
+    options: Vec<cost::Cheapest<'b>>,
     self_build: Option<cost::SelfBuild>,
+}
+
+impl<'b> Candidate<'b> {
+    fn option(&self, price_type: PriceType) -> Option<&cost::Cheapest<'b>> {
+        self.options.iter().find(|o| o.price_type == price_type)
+    }
+}
+
+/// A fleet size and ZeRO stage with its memory per GPU, which is the same on every GPU.
+struct Fleet {
+    plan: MemoryPlan,
+    device_bytes: f64,
+}
+
+impl Fleet {
+    fn gpus(&self) -> u64 {
+        self.plan.parallelism.gpus
+    }
+}
+
+/// Every fleet a GPU may be tried with, in the order they are tried: sizes 1, 2, 4, … up
+/// to [`MAX_FLEET`]; at each size, PEFT keeps plain data parallel when the frozen base
+/// fits on each GPU, and full fine-tuning shards everything (ZeRO-3) as soon as there
+/// are several GPUs.
+fn fleets(inputs: &RecommendInputs, method: Method) -> Vec<Fleet> {
+    let mut fleets = Vec::new();
+    let mut n = 1;
+    while n <= MAX_FLEET {
+        let stages: &[u8] = if n == 1 {
+            &[0]
+        } else if matches!(method, Method::Full) {
+            &[3]
+        } else {
+            &[0, 3]
+        };
+        for &stage in stages {
+            let plan = memory_plan(inputs, method, n, stage);
+            let device_bytes = Prepared::new(&plan).breakdown(n, 1).device;
+            fleets.push(Fleet { plan, device_bytes });
+        }
+        n *= 2;
+    }
+    fleets
 }
 
 fn method_for(inputs: &RecommendInputs, path: &mut Vec<Node>) -> Method {
@@ -239,37 +282,46 @@ fn memory_plan(inputs: &RecommendInputs, method: Method, gpus: u64, zero_stage: 
 }
 
 /// Evaluates the fleets of one GPU: the smallest that fits, then doublings.
-fn candidates_for(
+fn candidates_for<'b>(
     inputs: &RecommendInputs,
-    book: &PriceBook,
-    method: Method,
+    book: &'b PriceBook,
+    fleets: &[Fleet],
     gpu: &Gpu,
     rejected: &mut Vec<Rejected>,
-) -> Vec<Candidate> {
+) -> Vec<Candidate<'b>> {
     let usable = gpu.memory_bytes_usable as f64;
     let tokens = inputs.samples * inputs.tokens_per_sample as f64 * inputs.epochs;
+    let mut cost_plan = CostPlan {
+        gpu,
+        gpus: 1,
+        hours: 0.0,
+        filter: PriceFilter {
+            gpu: Some(gpu.id.clone()),
+            providers: inputs.providers.clone(),
+            regions: Vec::new(),
+            price_types: inputs.price_types.clone(),
+            max_age_hours: None,
+        },
+        use_book: true,
+        custom_quotes: Vec::new(),
+        currency: inputs.currency,
+        fx: inputs.fx,
+        spot: SpotInputs::default(),
+        self_build: None,
+        now: inputs.now,
+    };
     let mut found = Vec::new();
-    let mut n = 1;
     let mut smallest = None;
+    let mut n = 1;
     while n <= MAX_FLEET {
-        // PEFT keeps plain data parallel when the frozen base fits on each GPU; full
-        // fine-tuning shards everything (ZeRO-3) as soon as there are several GPUs.
-        let stages: &[u8] = if n == 1 {
-            &[0]
-        } else if matches!(method, Method::Full) {
-            &[3]
-        } else {
-            &[0, 3]
-        };
-        let fitting = stages.iter().find_map(|&stage| {
-            let plan = memory_plan(inputs, method, n, stage);
-            let device = Prepared::new(&plan).breakdown(n, 1).device;
-            (device <= usable).then_some((plan, device, stage))
-        });
-        if let Some((plan, device, stage)) = fitting {
+        let fitting = fleets
+            .iter()
+            .filter(|f| f.gpus() == n)
+            .find(|f| f.device_bytes <= usable);
+        if let Some(fleet) = fitting {
             smallest.get_or_insert(n);
             let time_plan = TimePlan {
-                memory: plan,
+                memory: fleet.plan.clone(),
                 gpu,
                 tokens,
                 gradient_accumulation_steps: 1,
@@ -284,40 +336,26 @@ fn candidates_for(
                 });
                 break;
             };
-            let cost_plan = CostPlan {
-                gpu,
-                gpus: n,
-                hours,
-                filter: PriceFilter {
-                    gpu: Some(gpu.id.clone()),
-                    providers: inputs.providers.clone(),
-                    regions: Vec::new(),
-                    price_types: inputs.price_types.clone(),
-                    max_age_hours: None,
-                },
-                use_book: true,
-                custom_quotes: Vec::new(),
-                currency: inputs.currency,
-                fx: inputs.fx,
-                spot: SpotInputs::default(),
-                self_build: inputs.hardware_cost_per_gpu.map(|per_gpu| SelfBuildInputs {
+            cost_plan.gpus = n;
+            cost_plan.hours = hours;
+            let self_build = inputs.hardware_cost_per_gpu.map(|per_gpu| {
+                let owning = SelfBuildInputs {
                     hardware_cost: per_gpu * n as f64,
                     power_kw: None,
                     electricity_price_per_kwh: None,
                     pue: None,
                     lifetime_months: Some(inputs.project_months.max(1.0)),
                     ops_cost_per_month: inputs.ops_cost_per_month,
-                }),
-                now: inputs.now,
-            };
-            let (cheapest, self_build) = cost::cheapest(&cost_plan, book);
+                };
+                cost::self_build(&cost_plan, &owning)
+            });
             found.push(Candidate {
                 gpu: gpu.id.clone(),
                 gpus: n,
-                zero_stage: stage,
-                memory_gib: device / GIB,
+                zero_stage: fleet.plan.parallelism.zero_stage,
+                memory_gib: fleet.device_bytes / GIB,
                 hours,
-                options: cheapest.into_iter().collect(),
+                options: cost::cheapest(&cost_plan, book),
                 self_build,
             });
         } else if smallest.is_none() && n == MAX_FLEET {
@@ -347,29 +385,26 @@ fn deployment_for(
     // The cheapest on-demand fleet's GPU-hours over the project, against its break-even.
     let reference = candidates
         .iter()
-        .filter_map(|c| {
-            c.options
-                .iter()
-                .find(|(t, _)| t == "on_demand")
-                .map(|(_, o)| (c, o))
-        })
+        .filter_map(|c| c.option(PriceType::OnDemand).map(|o| (c, o)))
         .min_by(|a, b| a.1.cost.total_cmp(&b.1.cost));
     let project_hours = reference.map(|(c, _)| c.hours * inputs.runs);
+    // Outer `None`: not evaluated; inner `None`: never (renting costs less than running).
     let break_even = reference.and_then(|(c, o)| {
-        c.self_build
-            .as_ref()?
-            .break_even
-            .iter()
-            .find(|b| b.sku == o.sku && b.provider == o.provider)?
-            .break_even_hours
+        let build = c.self_build.as_ref()?;
+        Some(build.break_even_hours(o.price_per_hour))
     });
+    let break_even_text = match break_even {
+        None if inputs.hardware_cost_per_gpu.is_none() => {
+            "not evaluated (no hardware price)".to_string()
+        }
+        None => "not evaluated (no on-demand price)".to_string(),
+        Some(None) => "never (renting on demand costs less than running the hardware)".to_string(),
+        Some(Some(h)) => format!("{h:.0} h"),
+    };
     let value = format!(
-        "{months} months, {} runs, {} hours of use on the cheapest on-demand fleet, self-build break-even {}, ops team: {}",
+        "{months} months, {} runs, {} hours of use on the cheapest on-demand fleet, self-build break-even {break_even_text}, ops team: {}",
         inputs.runs,
         project_hours.map_or("n/a".into(), |h| format!("{h:.0}")),
-        break_even.map_or("not evaluated (no hardware price)".into(), |h| format!(
-            "{h:.0} h"
-        )),
         if inputs.can_operate_hardware {
             "yes"
         } else {
@@ -377,7 +412,7 @@ fn deployment_for(
         }
     );
     let owns = inputs.can_operate_hardware
-        && matches!((project_hours, break_even), (Some(h), Some(b)) if h >= b);
+        && matches!((project_hours, break_even), (Some(h), Some(Some(b))) if h >= b);
     let (deployment, branch) = if short {
         (
             Deployment::Spot,
@@ -422,14 +457,15 @@ fn deployment_for(
     deployment
 }
 
-/// The price type a deployment buys (self-build and hybrid are priced by the self-build).
-fn price_type_of(deployment: Deployment, months: f64) -> &'static str {
+/// The price type a deployment rents; `None` for self-build and hybrid, which are priced
+/// by the self-build.
+fn price_type_of(deployment: Deployment, months: f64) -> Option<PriceType> {
     match deployment {
-        Deployment::Spot => "spot",
-        Deployment::OnDemand => "on_demand",
-        Deployment::Reserved if months >= 36.0 => "reserved_3y",
-        Deployment::Reserved => "reserved_1y",
-        Deployment::SelfBuild | Deployment::Hybrid => "self_build",
+        Deployment::Spot => Some(PriceType::Spot),
+        Deployment::OnDemand => Some(PriceType::OnDemand),
+        Deployment::Reserved if months >= 36.0 => Some(PriceType::Reserved3y),
+        Deployment::Reserved => Some(PriceType::Reserved1y),
+        Deployment::SelfBuild | Deployment::Hybrid => None,
     }
 }
 
@@ -453,18 +489,22 @@ pub fn recommend(inputs: &RecommendInputs, book: &PriceBook) -> Recommendation {
     let mut warnings = Vec::new();
     let mut method = method_for(inputs, &mut path);
     let mut rejected = Vec::new();
-    let mut candidates: Vec<Candidate> = inputs
-        .gpus
-        .iter()
-        .flat_map(|gpu| candidates_for(inputs, book, method, gpu, &mut rejected))
-        .collect();
+    let evaluate = |method, rejected: &mut Vec<Rejected>| -> Vec<Candidate> {
+        let fleets = fleets(inputs, method);
+        inputs
+            .gpus
+            .iter()
+            .flat_map(|gpu| candidates_for(inputs, book, &fleets, gpu, rejected))
+            .collect()
+    };
+    let mut candidates = evaluate(method, &mut rejected);
     // "…and budget allows": when no full fine-tune fits the budget, LoRA it is.
     if matches!(method, Method::Full)
         && let Some(budget) = inputs.budget
     {
         let cheapest = candidates
             .iter()
-            .flat_map(|c| c.options.iter().map(|(_, o)| o.cost * inputs.runs))
+            .flat_map(|c| c.options.iter().map(|o| o.cost * inputs.runs))
             .fold(f64::INFINITY, f64::min);
         if cheapest > budget {
             let targets: Targets = [Projection::Q, Projection::K, Projection::V, Projection::O]
@@ -480,11 +520,7 @@ pub fn recommend(inputs: &RecommendInputs, book: &PriceBook) -> Recommendation {
                 branch: "over budget: LoRA instead".into(),
             });
             rejected.clear();
-            candidates = inputs
-                .gpus
-                .iter()
-                .flat_map(|gpu| candidates_for(inputs, book, method, gpu, &mut rejected))
-                .collect();
+            candidates = evaluate(method, &mut rejected);
         }
     }
     path.push(Node {
@@ -498,11 +534,12 @@ pub fn recommend(inputs: &RecommendInputs, book: &PriceBook) -> Recommendation {
     });
     let deployment = deployment_for(inputs, &candidates, &mut path);
     let wanted = price_type_of(deployment, inputs.project_months);
+    let wanted_name = wanted.map_or("self_build", PriceType::name);
 
     let mut priced: Vec<PlanOption> = Vec::new();
     for c in &candidates {
-        let option = if wanted == "self_build" {
-            c.self_build.as_ref().map(|b| PlanOption {
+        let option = match wanted {
+            None => c.self_build.as_ref().map(|b| PlanOption {
                 method: method.name(),
                 gpu: c.gpu.clone(),
                 gpus: c.gpus,
@@ -510,43 +547,36 @@ pub fn recommend(inputs: &RecommendInputs, book: &PriceBook) -> Recommendation {
                 provider: "self-build".into(),
                 region: "own".into(),
                 sku: format!("{} × {}", c.gpus, c.gpu),
-                price_type: "self_build".into(),
+                price_type: wanted_name.into(),
                 checkpoint_interval_minutes: None,
                 memory_per_gpu_gib: c.memory_gib,
                 hours: c.hours,
                 cost: c.hours * b.amortized_cost_per_hour,
                 project_cost: b.total_cost_of_ownership,
                 currency: inputs.currency,
-            })
-        } else {
-            c.options
-                .iter()
-                .find(|(t, _)| t == wanted)
-                .map(|(_, o)| PlanOption {
-                    method: method.name(),
-                    gpu: c.gpu.clone(),
-                    gpus: c.gpus,
-                    zero_stage: c.zero_stage,
-                    provider: o.provider.clone(),
-                    region: o.region.clone(),
-                    sku: o.sku.clone(),
-                    price_type: wanted.into(),
-                    checkpoint_interval_minutes: o
-                        .spot
-                        .as_ref()
-                        .and_then(|s| s.checkpoint_interval_minutes),
-                    memory_per_gpu_gib: c.memory_gib,
-                    hours: o.hours,
-                    cost: o.cost,
-                    project_cost: o.cost * inputs.runs,
-                    currency: inputs.currency,
-                })
+            }),
+            Some(price_type) => c.option(price_type).map(|o| PlanOption {
+                method: method.name(),
+                gpu: c.gpu.clone(),
+                gpus: c.gpus,
+                zero_stage: c.zero_stage,
+                provider: o.quote.provider.clone(),
+                region: o.quote.region.clone(),
+                sku: o.quote.sku.clone(),
+                price_type: wanted_name.into(),
+                checkpoint_interval_minutes: o.checkpoint_interval_minutes,
+                memory_per_gpu_gib: c.memory_gib,
+                hours: o.hours,
+                cost: o.cost,
+                project_cost: o.cost * inputs.runs,
+                currency: inputs.currency,
+            }),
         };
         let Some(option) = option else {
             rejected.push(Rejected {
                 gpu: c.gpu.clone(),
                 gpus: c.gpus,
-                reason: format!("no {wanted} price"),
+                reason: format!("no {wanted_name} price"),
             });
             continue;
         };

@@ -10,16 +10,21 @@ async fn recommend(body: Value) -> Value {
     reply.json()
 }
 
-fn branch(answer: &Value, node: &str) -> String {
+/// One field of a node of the answer's path.
+fn node(answer: &Value, node: &str, field: &str) -> String {
     answer["path"]
         .as_array()
         .unwrap()
         .iter()
         .find(|n| n["node"] == node)
-        .unwrap_or_else(|| panic!("no {node} node in {}", answer["path"]))["branch"]
+        .unwrap_or_else(|| panic!("no {node} node in {}", answer["path"]))[field]
         .as_str()
         .unwrap()
         .to_string()
+}
+
+fn branch(answer: &Value, name: &str) -> String {
+    node(answer, name, "branch")
 }
 
 fn plans(answer: &Value) -> Vec<&Value> {
@@ -119,6 +124,24 @@ async fn steady_use_past_the_break_even_means_self_build_with_an_ops_team_and_re
     assert_eq!(answer["deployment"], "reserved", "{}", answer["path"]);
     assert_eq!(answer["plan"]["price_type"], "reserved_1y");
     assert!(branch(&answer, "deployment").contains("no team"));
+}
+
+#[actix_web::test]
+async fn the_self_build_break_even_is_against_the_on_demand_price_whatever_else_is_priced() {
+    // Reserved options are derived from the same on-demand rows (same provider and SKU);
+    // asking for them must not move the break-even the deployment node states.
+    let mut request = json!({"model": "llama-2-7b", "dataset": {"samples": 2000000, "tokens_per_sample": 512, "epochs": 3},
+        "project_months": 24, "expected_runs": 20, "can_operate_hardware": true, "hardware_cost_per_gpu": 10000,
+        "gpus": ["h100-80gb"], "providers": ["aws"]});
+    let every_type = node(&recommend(request.clone()).await, "deployment", "value");
+    request["price_types"] = json!(["on_demand"]);
+    let on_demand_only = node(&recommend(request).await, "deployment", "value");
+    assert!(
+        every_type.contains("self-build break-even "),
+        "{every_type}"
+    );
+    assert!(!every_type.contains("not evaluated"), "{every_type}");
+    assert_eq!(every_type, on_demand_only);
 }
 
 #[actix_web::test]
