@@ -5,6 +5,7 @@
 //!
 //! Pure: the book, the exchange rate and "now" come in as arguments.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
@@ -143,7 +144,8 @@ pub struct CostPlan<'a> {
 pub struct SpotDetail {
     /// Per instance.
     pub interruptions_per_hour: f64,
-    pub interruptions_source: String,
+    #[schema(value_type = String)]
+    pub interruptions_source: Cow<'static, str>,
     /// For the whole job (every instance must stay up).
     pub expected_interruptions: f64,
     /// The interval used: the request's, else the Young/Daly optimum. Absent when
@@ -246,6 +248,7 @@ pub struct CostEstimate {
 }
 
 /// A quote converted into the answer's terms, before spot and rounding.
+#[derive(Clone, Copy)]
 struct Candidate<'q> {
     quote: &'q PriceQuote,
     price_type: PriceType,
@@ -275,18 +278,18 @@ fn spot_hours(
     quote: &PriceQuote,
 ) -> Option<(f64, SpotDetail)> {
     let (rate, source) = match (spot.interruptions_per_hour, quote.interruptions_per_hour) {
-        (Some(rate), _) => (rate, "request".to_string()),
+        (Some(rate), _) => (rate, Cow::Borrowed("request")),
         (None, Some(rate)) => (
             rate,
-            format!(
+            Cow::Owned(format!(
                 "{} ({})",
                 quote.source,
                 quote.notes.as_deref().unwrap_or("feed")
-            ),
+            )),
         ),
         (None, None) => {
             let (rate, source) = default_interruptions_per_hour(&quote.provider);
-            (rate, source.to_string())
+            (rate, Cow::Borrowed(source))
         }
     };
     let write_minutes = spot
@@ -484,36 +487,39 @@ fn price_candidates<'q>(
 ) -> Vec<Priced<'q>> {
     let mut priced = Vec::with_capacity(candidates.len());
     for candidate in candidates {
-        let q = candidate.quote;
-        let instances = plan.gpus.div_ceil(q.gpu_count.max(1));
-        let native_instance_price = q.instance_price() * candidate.factor;
-        let (hours, spot) = if candidate.price_type == PriceType::Spot {
-            match spot_hours(plan.hours, instances, &plan.spot, q) {
-                Some((hours, detail)) => (hours, Some(detail)),
-                None => {
-                    warnings.push(format!(
-                        "{} {} spot: interruptions come faster than the job progresses; left out",
-                        q.provider, q.sku
-                    ));
-                    continue;
-                }
-            }
-        } else {
-            (plan.hours, None)
-        };
-        priced.push(Priced {
-            candidate,
-            instances,
-            gpus_rented: instances * q.gpu_count,
-            native_instance_price,
-            instance_price: plan
-                .fx
-                .convert(native_instance_price, q.currency, plan.currency),
-            hours,
-            spot,
-        });
+        match price_one(plan, candidate) {
+            Some(p) => priced.push(p),
+            None => warnings.push(format!(
+                "{} {} spot: interruptions come faster than the job progresses; left out",
+                candidate.quote.provider, candidate.quote.sku
+            )),
+        }
     }
     priced
+}
+
+/// One candidate priced; `None` for a spot row whose job would never finish.
+fn price_one<'q>(plan: &CostPlan, candidate: Candidate<'q>) -> Option<Priced<'q>> {
+    let q = candidate.quote;
+    let instances = plan.gpus.div_ceil(q.gpu_count.max(1));
+    let native_instance_price = q.instance_price() * candidate.factor;
+    let (hours, spot) = if candidate.price_type == PriceType::Spot {
+        let (hours, detail) = spot_hours(plan.hours, instances, &plan.spot, q)?;
+        (hours, Some(detail))
+    } else {
+        (plan.hours, None)
+    };
+    Some(Priced {
+        candidate,
+        instances,
+        gpus_rented: instances * q.gpu_count,
+        native_instance_price,
+        instance_price: plan
+            .fx
+            .convert(native_instance_price, q.currency, plan.currency),
+        hours,
+        spot,
+    })
 }
 
 /// Prices a plan against the book and the custom quotes.
@@ -582,15 +588,23 @@ pub struct Cheapest<'b> {
     pub checkpoint_interval_minutes: Option<f64>,
 }
 
+/// The book's rows a plan's filter selects, on its GPU: the same at every fleet size and
+/// length of job, so a caller pricing many fleets of one GPU reads the book once.
+pub struct BookRows<'b>(Vec<Candidate<'b>>);
+
+pub fn book_rows<'b>(plan: &CostPlan, book: &'b PriceBook) -> BookRows<'b> {
+    BookRows(book_candidates(plan, book))
+}
+
 /// What [`estimate`] answers in `cheapest`, as numbers, for callers that price many plans
 /// and keep the best of each: the book's rows only (`use_book` and `custom_quotes` are
-/// not read), cheapest first, without writing out any option.
-pub fn cheapest<'b>(plan: &CostPlan, book: &'b PriceBook) -> Vec<Cheapest<'b>> {
-    let priced = price_candidates(plan, book_candidates(plan, book), &mut Vec::new());
+/// not read), cheapest first, without writing out any option. `rows` must come from
+/// [`book_rows`] for a plan with the same GPU, filter and time.
+pub fn cheapest<'b>(plan: &CostPlan, rows: &BookRows<'b>) -> Vec<Cheapest<'b>> {
     // The cheapest of each price type; among equal costs the first in book order wins,
     // as in `estimate`'s stable sort.
     let mut best: Vec<Priced> = Vec::new();
-    for p in priced {
+    for p in rows.0.iter().filter_map(|&c| price_one(plan, c)) {
         match best
             .iter_mut()
             .find(|b| b.candidate.price_type == p.candidate.price_type)
@@ -870,7 +884,7 @@ mod tests {
             p.currency = if yuan { Currency::Cny } else { Currency::Usd };
             p.self_build = Some(owning(2e5, Some(500.0)));
             let whole = estimate(&p, book());
-            let best = cheapest(&p, book());
+            let best = cheapest(&p, &book_rows(&p, book()));
             prop_assert_eq!(best.len(), whole.cheapest.len());
             prop_assert!(best.is_sorted_by(|a, b| a.cost <= b.cost));
             let whole_build = whole.self_build.unwrap();

@@ -310,6 +310,7 @@ fn candidates_for<'b>(
         self_build: None,
         now: inputs.now,
     };
+    let rows = cost::book_rows(&cost_plan, book);
     let mut found = Vec::new();
     let mut smallest = None;
     let mut n = 1;
@@ -355,7 +356,7 @@ fn candidates_for<'b>(
                 zero_stage: fleet.plan.parallelism.zero_stage,
                 memory_gib: fleet.device_bytes / GIB,
                 hours,
-                options: cost::cheapest(&cost_plan, book),
+                options: cost::cheapest(&cost_plan, &rows),
                 self_build,
             });
         } else if smallest.is_none() && n == MAX_FLEET {
