@@ -180,10 +180,10 @@ impl Fleet {
     }
 }
 
-/// Every fleet a GPU may be tried with, in the order they are tried: sizes 1, 2, 4, … up
-/// to [`MAX_FLEET`]; at each size, PEFT keeps plain data parallel when the frozen base
-/// fits on each GPU, and full fine-tuning shards everything (ZeRO-3) as soon as there
-/// are several GPUs.
+/// Every fleet a GPU may be tried with, in the order they are tried, grouped by size: 1,
+/// 2, 4, … up to [`MAX_FLEET`]; at each size, PEFT keeps plain data parallel when the
+/// frozen base fits on each GPU, and full fine-tuning shards everything (ZeRO-3) as soon
+/// as there are several GPUs.
 fn fleets(inputs: &RecommendInputs, method: Method) -> Vec<Fleet> {
     let mut fleets = Vec::new();
     let mut n = 1;
@@ -313,13 +313,9 @@ fn candidates_for<'b>(
     let rows = cost::book_rows(&cost_plan, book);
     let mut found = Vec::new();
     let mut smallest = None;
-    let mut n = 1;
-    while n <= MAX_FLEET {
-        let fitting = fleets
-            .iter()
-            .filter(|f| f.gpus() == n)
-            .find(|f| f.device_bytes <= usable);
-        if let Some(fleet) = fitting {
+    for size in fleets.chunk_by(|a, b| a.gpus() == b.gpus()) {
+        let n = size[0].gpus();
+        if let Some(fleet) = size.iter().find(|f| f.device_bytes <= usable) {
             smallest.get_or_insert(n);
             let time_plan = TimePlan {
                 memory: fleet.plan.clone(),
@@ -370,7 +366,6 @@ fn candidates_for<'b>(
         if smallest.is_some_and(|s| n >= s * 4) {
             break;
         }
-        n *= 2;
     }
     found
 }
