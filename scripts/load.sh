@@ -2,7 +2,9 @@
 # Load test: builds the release binary, starts it (no Redis: the embedded book), and runs
 # wrk with 64 connections against /livez and the estimate endpoints (each with a repeated
 # and with a distinct plan per request), one after the other on the same server; prints
-# requests/s, p50 and p99 latency, and each run's throughput as a ratio of /livez's. Then
+# requests/s, p50 and p99 latency, and each run's throughput as a ratio of /livez's, with the
+# server's CPU time per request (user + system, from /proc, at the clock tick's 10 ms
+# resolution over the run) and /livez's as a ratio of it. Then
 # compares one in-process memory estimate with the Python llm-analysis package on the same
 # configuration, if it installs, and restarts Redis under load.
 #   scripts/load.sh                 10 s per run, 3 rounds
@@ -64,15 +66,22 @@ endpoints=(
     'recommend|/v1/recommendations|{"model": "llama-2-7b", "dataset": {"samples": @N@}, "quality": "balanced"}|20000'
 )
 
+# The server's CPU time so far (user + system) in clock ticks, from /proc.
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+ticks_per_second="$(getconf CLK_TCK)"
 run() { # name, path, [script]
     local args=(-t "$client_threads" -c 64 -d "${DURATION:-10s}" --latency)
     [ -n "${3:-}" ] && args+=(-s "$3")
-    "${client_pin[@]}" wrk "${args[@]}" "$base$2" | awk -v name="$1" '
+    local before output
+    before="$(server_ticks)"
+    output="$("${client_pin[@]}" wrk "${args[@]}" "$base$2")"
+    echo "$output" | awk -v name="$1" -v ticks="$(($(server_ticks) - before))" -v hz="$ticks_per_second" '
+        /requests in/ { requests = $1 }
         /Requests\/sec/ { rps = $2 }
         / 50%/ { p50 = $2 }
         / 99%/ { p99 = $2 }
         /Non-2xx/ { bad = $NF }
-        END { printf "%s %s %s %s %s\n", name, rps, p50, p99, bad + 0 }'
+        END { printf "%s %s %s %s %s %.2f\n", name, rps, p50, p99, bad + 0, ticks / hz * 1e6 / requests }'
 }
 for endpoint in "${endpoints[@]}"; do
     IFS='|' read -r name path body number <<<"$endpoint"
@@ -104,17 +113,17 @@ def ms(text):
             return float(text[: -len(unit)]) * scale
 runs, failed = {}, False
 for line in sys.stdin:
-    name, rps, p50, p99, bad = line.split()
-    runs.setdefault(name, []).append((float(rps), ms(p50), ms(p99)))
+    name, rps, p50, p99, bad, cpu = line.split()
+    runs.setdefault(name, []).append((float(rps), ms(p50), ms(p99), float(cpu)))
     if int(bad) > 0:
         failed = True
         print(f"{name}: {bad} non-2xx answers")
 median = {name: [statistics.median(v) for v in zip(*rows)] for name, rows in runs.items()}
-base = median["livez"][0]
-print("{:<20} {:>12} {:>8} {:>8} {:>10}   (median of {} rounds)".format(
-    "run", "requests/s", "p50 ms", "p99 ms", "vs /livez", len(runs["livez"])))
-for name, (rps, p50, p99) in median.items():
-    print(f"{name:<20} {rps:>12.0f} {p50:>8.2f} {p99:>8.2f} {rps / base:>9.2f}x")
+base, base_cpu = median["livez"][0], median["livez"][3]
+print("{:<20} {:>12} {:>8} {:>8} {:>10} {:>14} {:>14}   (median of {} rounds)".format(
+    "run", "requests/s", "p50 ms", "p99 ms", "vs /livez", "server us/req", "cpu vs /livez", len(runs["livez"])))
+for name, (rps, p50, p99, cpu) in median.items():
+    print(f"{name:<20} {rps:>12.0f} {p50:>8.2f} {p99:>8.2f} {rps / base:>9.2f}x {cpu:>14.1f} {base_cpu / cpu:>13.2f}x")
 sys.exit(1 if failed else 0)
 '
 hits="$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' "$base/metrics" | awk '/^answer_cache_requests_total/ { printf "%s ", $0 }')"
