@@ -303,9 +303,11 @@ fn spot_hours(
     let total = match interval {
         None => hours,
         Some(interval) => {
-            // Checkpoints that take no time cost nothing however often they are taken
-            // (the Young/Daly optimum is then 0: checkpoint continuously).
-            let writes = if write_minutes > 0.0 {
+            // Hours spent writing checkpoints: one of `write_minutes` per `interval`
+            // minutes of progress. Checkpoints that take no time cost nothing however
+            // often they are taken (the Young/Daly optimum is then 0: checkpoint
+            // continuously).
+            let write_hours = if write_minutes > 0.0 {
                 hours * write_minutes / interval
             } else {
                 0.0
@@ -315,7 +317,7 @@ fn spot_hours(
             if progress_share <= 0.0 {
                 return None;
             }
-            (hours + writes / 60.0) / progress_share
+            (hours + write_hours) / progress_share
         }
     };
     Some((
@@ -781,6 +783,36 @@ mod tests {
         // Two instances fail twice as often.
         let (_, two) = spot_hours(10.0, 2, &spot, aws).unwrap();
         assert!((two.young_daly_interval_minutes.unwrap() - interval / 2f64.sqrt()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn spot_hours_add_checkpoint_writes_and_rework() {
+        let spot = |interval| SpotInputs {
+            interruptions_per_hour: Some(0.1),
+            checkpoint_interval_minutes: interval,
+            checkpoint_write_minutes: Some(2.0),
+            restart_minutes: Some(6.0),
+        };
+        let aws = &book().quotes()[0];
+        // 10 h of progress, a 2-minute checkpoint every 60 minutes: 10 · 2/60 h of writes;
+        // each interruption (0.1 an hour) loses the 6-minute restart and half an interval:
+        // 0.6 h, so progress runs 1 − 0.1 · 0.6 = 0.94 of the time.
+        let (hours, _) = spot_hours(10.0, 1, &spot(Some(60.0)), aws).unwrap();
+        let expected = (10.0 + 10.0 * 2.0 / 60.0) / 0.94;
+        assert!(
+            (hours - expected).abs() < 1e-9,
+            "{hours} against {expected}"
+        );
+        // The Young/Daly interval it reports bills less than half or twice that interval.
+        let (optimal, detail) = spot_hours(10.0, 1, &spot(None), aws).unwrap();
+        let interval = detail.checkpoint_interval_minutes.unwrap();
+        for other in [interval / 2.0, interval * 2.0] {
+            let (billed, _) = spot_hours(10.0, 1, &spot(Some(other)), aws).unwrap();
+            assert!(
+                optimal < billed,
+                "{other} min: {billed} h, optimum {optimal} h"
+            );
+        }
     }
 
     #[test]
