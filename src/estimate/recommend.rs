@@ -370,6 +370,12 @@ fn candidates_for<'b>(
     found
 }
 
+/// `number` and `unit`, plural unless the number reads "1".
+fn counted(number: String, unit: &str) -> String {
+    let plural = if number == "1" { "" } else { "s" };
+    format!("{number} {unit}{plural}")
+}
+
 fn deployment_for(
     inputs: &RecommendInputs,
     candidates: &[Candidate],
@@ -398,9 +404,10 @@ fn deployment_for(
         Some(Some(h)) => format!("{h:.0} h"),
     };
     let value = format!(
-        "{months} months, {} runs, {} hours of use on the cheapest on-demand fleet, self-build break-even {break_even_text}, ops team: {}",
-        inputs.runs,
-        project_hours.map_or("n/a".into(), |h| format!("{h:.0}")),
+        "{}, {}, {} of use on the cheapest on-demand fleet, self-build break-even {break_even_text}, ops team: {}",
+        counted(months.to_string(), "month"),
+        counted(inputs.runs.to_string(), "run"),
+        project_hours.map_or("n/a hours".into(), |h| counted(format!("{h:.0}"), "hour")),
         if inputs.can_operate_hardware {
             "yes"
         } else {

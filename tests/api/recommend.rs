@@ -145,6 +145,26 @@ async fn the_self_build_break_even_is_against_the_on_demand_price_whatever_else_
 }
 
 #[actix_web::test]
+async fn the_deployment_node_counts_its_months_runs_and_hours_in_words() {
+    let one = node(
+        &recommend(json!({"model": "llama-2-7b", "dataset": {"samples": 20000}, "project_months": 1, "expected_runs": 1})).await,
+        "deployment",
+        "value",
+    );
+    assert!(one.starts_with("1 month, 1 run, "), "{one}");
+    let many = node(
+        &recommend(json!({"model": "llama-2-7b", "dataset": {"samples": 20000}, "project_months": 1.5, "expected_runs": 3})).await,
+        "deployment",
+        "value",
+    );
+    assert!(many.starts_with("1.5 months, 3 runs, "), "{many}");
+    assert!(
+        many.contains(" hours of use on the cheapest on-demand fleet"),
+        "{many}"
+    );
+}
+
+#[actix_web::test]
 async fn deadlines_and_budgets_reject_with_reasons_and_the_get_form_agrees() {
     let answer = recommend(json!({"model": "llama-2-7b", "dataset": {"samples": 200000}, "quality": "max", "deadline_hours": 6, "budget": {"amount": 25}})).await;
     let reasons: Vec<&str> = answer["rejected"]
